@@ -1,0 +1,204 @@
+// Tensor metadata, construction over storage, factories, printing and value reads.
+#include "framework/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <ostream>
+
+#include "framework/allocator.h"
+#include "framework/autograd.h"
+#include "ops/copy.h"
+
+namespace hg {
+
+const Shape& Tensor::shape() const { return impl_->shape; }
+int64_t Tensor::size(int64_t axis) const { return impl_->shape[normalize_axis(axis, dim(), "size")]; }
+const Strides& Tensor::strides() const { return impl_->strides; }
+int64_t Tensor::offset() const { return impl_->offset; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->shape.size()); }
+int64_t Tensor::numel() const { return numel_of(impl_->shape); }
+DType Tensor::dtype() const { return impl_->dtype; }
+Device Tensor::device() const { return impl_->storage ? impl_->storage->device : Device::cpu(); }
+const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+const std::string& Tensor::name() const { return impl_->name; }
+Tensor& Tensor::set_name(std::string n) {
+  impl_->name = std::move(n);
+  return *this;
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expect = 1;
+  for (size_t i = impl_->shape.size(); i-- > 0;) {
+    if (impl_->shape[i] == 1) continue;
+    if (impl_->strides[i] != expect) return false;
+    expect *= impl_->shape[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  if (!impl_->storage || !impl_->storage->data) return nullptr;
+  return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
+}
+
+Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype) {
+  HG_CHECK(shape.size() == strides.size(), "make_tensor: shape ", shape_str(shape), " and strides ",
+           shape_str(strides), " differ in length");
+  check_shape_nonnegative(shape, "make_tensor");
+  if (numel_of(shape) > 0) {
+    int64_t lo = offset, hi = offset;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      int64_t span = (shape[i] - 1) * strides[i];
+      (span < 0 ? lo : hi) += span;
+    }
+    int64_t cap = storage ? static_cast<int64_t>(storage->nbytes / dtype_size(dtype)) : 0;
+    HG_CHECK(lo >= 0 && hi < cap, "make_tensor: a view of shape ", shape_str(shape), ", strides ",
+             shape_str(strides), " and offset ", offset, " reaches elements ", lo, "..", hi,
+             " outside its storage of ", cap, " elements");
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& shape, TensorOptions o) {
+  check_shape_nonnegative(shape, "empty");
+  auto st = new_storage(static_cast<size_t>(numel_of(shape)) * dtype_size(o.dtype), o.device);
+  Tensor t = make_tensor(std::move(st), shape, contiguous_strides(shape), 0, o.dtype);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions o) {
+  check_shape_nonnegative(shape, "full");
+  bool rg = o.requires_grad;
+  o.requires_grad = false;
+  Tensor t = empty(shape, o);
+  fill_(t, value);
+  if (rg) t.set_requires_grad(true);
+  return t;
+}
+
+Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
+Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
+Tensor scalar_tensor(double value, TensorOptions o) { return full({}, value, o); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), {t.dtype(), t.device()}); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), {t.dtype(), t.device()}); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), {t.dtype(), t.device()}); }
+Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, {t.dtype(), t.device()}); }
+
+Tensor arange(double start, double end, double step, TensorOptions o) {
+  HG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+           "arange: start, end and step must be finite and step non-zero; got start=", start, " end=", end,
+           " step=", step);
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
+  return from_vector(v, {n}, o);
+}
+
+template <class T>
+Tensor from_data(const std::vector<T>& values, const Shape& shape, TensorOptions o) {
+  check_shape_nonnegative(shape, "from_data");
+  HG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_data: ", values.size(),
+           " values cannot fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
+  Tensor host = empty(shape, {dtype_v<T>, Device::cpu()});
+  T* p = host.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  Tensor t = host.to(o.device, o.dtype);
+  if (t.is_same(host) && o.dtype == dtype_v<T>) t = host;
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
+}
+template Tensor from_data(const std::vector<double>&, const Shape&, TensorOptions);
+template Tensor from_data(const std::vector<float>&, const Shape&, TensorOptions);
+template Tensor from_data(const std::vector<half>&, const Shape&, TensorOptions);
+template Tensor from_data(const std::vector<bfloat16>&, const Shape&, TensorOptions);
+template Tensor from_data(const std::vector<int64_t>&, const Shape&, TensorOptions);
+
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions o) {
+  return from_data(values, shape, o);
+}
+
+Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
+  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, o);
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  NoGrad ng;
+  Tensor c = to(Device::cpu(), dtype_v<T>).contiguous();
+  const T* p = c.data<T>();
+  std::vector<T> out(static_cast<size_t>(c.numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = p[i];
+  return out;
+}
+template std::vector<double> Tensor::to_vector() const;
+template std::vector<float> Tensor::to_vector() const;
+template std::vector<half> Tensor::to_vector() const;
+template std::vector<bfloat16> Tensor::to_vector() const;
+template std::vector<int64_t> Tensor::to_vector() const;
+
+template <class T>
+T Tensor::item() const {
+  HG_CHECK(numel() == 1, "item(): needs a one-element tensor, got shape ", shape_str(shape()));
+  return to_vector<T>()[0];
+}
+template double Tensor::item() const;
+template float Tensor::item() const;
+template int64_t Tensor::item() const;
+template half Tensor::item() const;
+template bfloat16 Tensor::item() const;
+
+template <>
+bool Tensor::item<bool>() const {
+  return item<double>() != 0.0;
+}
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  HG_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index has ", index.size(),
+           " coordinates for a tensor of shape ", shape_str(shape()));
+  Tensor t = *this;
+  for (size_t i = index.size(); i-- > 0;) t = t.select(static_cast<int64_t>(i), index[i]);
+  return t.item<double>();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "Tensor(" << dtype_name(t.dtype()) << shape_str(t.shape());
+  if (!t.device().is_cpu()) os << ", " << t.device();
+  if (t.requires_grad()) os << ", requires_grad";
+  os << ") ";
+  std::vector<double> v = t.to_vector<double>();
+  const size_t limit = 64;
+  int64_t row = t.dim() ? t.shape().back() : 1;
+  os << "[";
+  for (size_t i = 0; i < v.size() && i < limit; ++i) {
+    if (i && row > 0 && i % static_cast<size_t>(row) == 0) os << " |";
+    os << (i ? " " : "") << std::setprecision(6) << v[i];
+  }
+  if (v.size() > limit) os << " ... (" << v.size() << " values)";
+  return os << "]";
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  Shape s = broadcast_shapes(a.shape(), b.shape(), "allclose");
+  std::vector<double> va = a.expand(s).to_vector<double>(), vb = b.expand(s).to_vector<double>();
+  for (size_t i = 0; i < va.size(); ++i) {
+    double x = va[i], y = vb[i];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (equal_nan && std::isnan(x) && std::isnan(y)) continue;
+      return false;
+    }
+    if (x == y) continue;  // equal infinities
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace hg

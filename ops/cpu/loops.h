@@ -1,0 +1,114 @@
+// The CPU's strided loop: visits N operands broadcast to one shape (operand 0 the
+// output), with dimensions merged where memory allows, the innermost dimension handed
+// to a kernel lambda, and the outer index range split across OpenMP threads.
+#pragma once
+#include <omp.h>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "framework/tensor.h"
+
+namespace hg::cpu {
+
+template <size_t N>
+struct StridedOperands {
+  std::array<char*, N> ptr;
+  std::array<Strides, N> bytes;  // per-dimension strides in bytes (0 where broadcast)
+};
+
+// Collects pointers and byte strides; each operand must already have `shape`
+// (broadcast views have stride 0).
+template <size_t N>
+StridedOperands<N> operands(const std::array<const Tensor*, N>& ts) {
+  StridedOperands<N> o;
+  for (size_t k = 0; k < N; ++k) {
+    o.ptr[k] = static_cast<char*>(ts[k]->data_ptr());
+    int64_t es = static_cast<int64_t>(dtype_size(ts[k]->dtype()));
+    o.bytes[k].resize(ts[k]->strides().size());
+    for (size_t d = 0; d < ts[k]->strides().size(); ++d) o.bytes[k][d] = ts[k]->strides()[d] * es;
+  }
+  return o;
+}
+
+// inner(n, ptrs, strides): process n elements starting at ptrs, stepping by strides bytes.
+template <size_t N, class Inner>
+void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_t grain = 32768) {
+  // Drop size-1 dimensions and merge a dimension into the next when every operand
+  // steps through them as one.
+  Shape sh;
+  std::array<Strides, N> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!sh.empty()) {
+      bool merge = true;
+      for (size_t k = 0; k < N; ++k) merge = merge && st[k].back() == ops.bytes[k][d] * shape[d];
+      if (merge) {
+        sh.back() *= shape[d];
+        for (size_t k = 0; k < N; ++k) st[k].back() = ops.bytes[k][d];
+        continue;
+      }
+    }
+    sh.push_back(shape[d]);
+    for (size_t k = 0; k < N; ++k) st[k].push_back(ops.bytes[k][d]);
+  }
+  int64_t total = numel_of(shape);
+  if (total == 0) return;
+  if (sh.empty()) {
+    sh.push_back(1);
+    for (size_t k = 0; k < N; ++k) st[k].push_back(0);
+  }
+  const int64_t nd = static_cast<int64_t>(sh.size());
+  const int64_t inner_n = sh.back();
+  std::array<int64_t, N> inner_st;
+  for (size_t k = 0; k < N; ++k) inner_st[k] = st[k].back();
+  const int64_t rows = total / inner_n;
+
+  auto run_rows = [&](int64_t r0, int64_t r1) {
+    std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+    int64_t r = r0;
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      idx[d] = r % sh[d];
+      r /= sh[d];
+    }
+    std::array<char*, N> p;
+    for (size_t k = 0; k < N; ++k) {
+      p[k] = ops.ptr[k];
+      for (int64_t d = 0; d < nd - 1; ++d) p[k] += idx[d] * st[k][d];
+    }
+    for (int64_t row = r0; row < r1; ++row) {
+      inner(inner_n, p, inner_st);
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        for (size_t k = 0; k < N; ++k) p[k] += st[k][d];
+        if (++idx[d] < sh[d]) break;
+        for (size_t k = 0; k < N; ++k) p[k] -= st[k][d] * sh[d];
+        idx[d] = 0;
+      }
+    }
+  };
+
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads <= 1 || total < grain || rows < 2) {
+    run_rows(0, rows);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(rows, threads);
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) run_rows(rows * c / chunks, rows * (c + 1) / chunks);
+}
+
+// Runs f(begin, end) over [0, n) split across threads when n * cost_per_item is large.
+template <class F>
+void parallel_for(int64_t n, int64_t cost_per_item, F&& f) {
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (threads <= 1 || n < 2 || n * cost_per_item < 32768) {
+    f(int64_t{0}, n);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(n, threads);
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
+}
+
+}  // namespace hg::cpu

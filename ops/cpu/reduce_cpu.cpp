@@ -1,0 +1,164 @@
+// CPU kernels of reductions: f32 (f64 for f64) accumulators, fast paths for reducing
+// trailing dimensions (rows) and leading dimensions (columns, e.g. NHWC channel sums),
+// and a general strided path.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/reduce_kernels.h"
+
+namespace hg::cpu {
+namespace {
+
+template <class A>
+struct Reducer {
+  ReduceOp op;
+  A init() const {
+    if (op == ReduceOp::max) return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+    if (op == ReduceOp::min) return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+    return A(0);
+  }
+  A combine(A acc, A v) const {
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::mean: return acc + v;
+      case ReduceOp::max: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v > acc ? v : acc);
+      case ReduceOp::min: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v < acc ? v : acc);
+    }
+    return acc;
+  }
+};
+
+template <class T>
+void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
+  using A = accum_t<T>;
+  const Reducer<A> red{op};
+  const int64_t n_out = out.numel(), n_in = x.numel();
+  const A count = static_cast<A>(n_in / std::max<int64_t>(n_out, 1));
+  auto finish = [&](A acc) { return store<T>(op == ReduceOp::mean ? acc / count : acc); };
+  T* o = out.data<T>();  // out is fresh and contiguous
+
+  // Where the kept dimensions sit decides the fast path.
+  int64_t nd = x.dim(), first_reduced = nd, last_kept = -1;
+  for (int64_t d = 0; d < nd; ++d) {
+    bool r = out.shape()[d] == 1 && x.shape()[d] != 1;
+    if (r && first_reduced == nd) first_reduced = d;
+    if (!r && x.shape()[d] != 1) last_kept = d;
+  }
+  const bool contiguous = x.is_contiguous();
+  const T* px = contiguous ? x.data<T>() : nullptr;
+
+  if (contiguous && last_kept < first_reduced) {  // reduce trailing dims: rows of length n_in / n_out
+    const int64_t len = n_in / n_out;
+    parallel_for(n_out, len, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* row = px + r * len;
+        if (op == ReduceOp::sum || op == ReduceOp::mean) {
+          A lanes[8] = {};
+          int64_t i = 0;
+          for (; i + 8 <= len; i += 8)
+            for (int k = 0; k < 8; ++k) lanes[k] += load(row[i + k]);
+          A acc = 0;
+          for (; i < len; ++i) acc += load(row[i]);
+          for (int k = 0; k < 8; ++k) acc += lanes[k];
+          o[r] = finish(acc);
+        } else {
+          A acc = red.init();
+          for (int64_t i = 0; i < len; ++i) acc = red.combine(acc, load(row[i]));
+          o[r] = finish(acc);
+        }
+      }
+    });
+    return;
+  }
+
+  bool leading = contiguous;  // reduce leading dims: out is a suffix of x's shape
+  for (int64_t d = 0; d < nd && leading; ++d) {
+    bool r = out.shape()[d] == 1 && x.shape()[d] != 1;
+    if (!r && x.shape()[d] != 1) {
+      for (int64_t e = d; e < nd; ++e) leading = leading && out.shape()[e] == x.shape()[e];
+      break;
+    }
+  }
+  if (leading) {
+    const int64_t cols = n_out, rows = n_in / n_out;
+    parallel_for(cols, rows, [&](int64_t c0, int64_t c1) {
+      std::vector<A> acc(static_cast<size_t>(c1 - c0), red.init());
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = px + r * cols;
+        for (int64_t c = c0; c < c1; ++c) acc[c - c0] = red.combine(acc[c - c0], load(row[c]));
+      }
+      for (int64_t c = c0; c < c1; ++c) o[c] = finish(acc[c - c0]);
+    });
+    return;
+  }
+
+  // General case: accumulate through a broadcast view of the accumulators.
+  std::vector<A> acc(static_cast<size_t>(n_out), red.init());
+  Strides acc_strides = contiguous_strides(out.shape());
+  for (int64_t d = 0; d < nd; ++d)
+    if (out.shape()[d] == 1) acc_strides[d] = 0;
+  StridedOperands<2> ops;
+  ops.ptr = {reinterpret_cast<char*>(acc.data()), static_cast<char*>(x.data_ptr())};
+  ops.bytes[0].resize(nd);
+  ops.bytes[1].resize(nd);
+  for (int64_t d = 0; d < nd; ++d) {
+    ops.bytes[0][d] = acc_strides[d] * static_cast<int64_t>(sizeof(A));
+    ops.bytes[1][d] = x.strides()[d] * static_cast<int64_t>(sizeof(T));
+  }
+  for_each_strided<2>(x.shape(), ops, [&](int64_t n, std::array<char*, 2> p, std::array<int64_t, 2> s) {
+    for (int64_t i = 0; i < n; ++i) {
+      A& a = *reinterpret_cast<A*>(p[0] + i * s[0]);
+      a = red.combine(a, load(*reinterpret_cast<const T*>(p[1] + i * s[1])));
+    }
+  }, std::numeric_limits<int64_t>::max());
+  for (int64_t i = 0; i < n_out; ++i) o[i] = finish(acc[static_cast<size_t>(i)]);
+}
+
+void reduce_cpu(ReduceOp op, const Tensor& x, const Tensor& out) {
+  visit_dtype(x.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) throw Error("reduce: bool tensors cannot be reduced; cast to i64 first");
+    else reduce_typed<T>(op, x, out);
+  });
+}
+
+void argmax_cpu(const Tensor& x, int64_t axis, const Tensor& out) {
+  // Move the axis last so each output element scans one strided line.
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != axis) order.push_back(d);
+  order.push_back(axis);
+  Tensor xp = x.permute(order).contiguous();
+  const int64_t len = x.shape()[static_cast<size_t>(axis)], n = xp.numel() / len;
+  Tensor op = out.permute(order).contiguous();
+  int64_t* po = op.data<int64_t>();
+  visit_dtype(x.dtype(), [&]<typename T>() {
+    const T* px = xp.data<T>();
+    parallel_for(n, len, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* row = px + r * len;
+        int64_t best = 0;
+        auto bv = load(row[0]);
+        for (int64_t i = 1; i < len; ++i) {
+          auto v = load(row[i]);
+          if (bv != bv) break;  // NaN is the maximum, as in NumPy
+          if (v > bv || v != v) {
+            bv = v;
+            best = i;
+          }
+        }
+        po[r] = best;
+      }
+    });
+  });
+  // out is contiguous with size 1 on `axis`, so its permuted copy has the same layout.
+  std::copy(po, po + n, out.data<int64_t>());
+}
+
+}  // namespace
+
+HG_REGISTER_KERNEL(reduce_stub, cpu, reduce_cpu);
+HG_REGISTER_KERNEL(argmax_stub, cpu, argmax_cpu);
+
+}  // namespace hg::cpu

@@ -1,0 +1,287 @@
+// Elementwise ops: checks, dtype promotion, forward and backward side by side.
+#include "ops/elementwise.h"
+
+#include "framework/autograd.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/reduce.h"
+
+namespace hg {
+
+DispatchStub<void(UnaryOp, const Tensor&, const Tensor&, double, double)> unary_stub("unary");
+DispatchStub<void(BinaryOp, const Tensor&, const Tensor&, const Tensor&, double, double)> binary_stub("binary");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&)> where_stub("where");
+
+namespace {
+
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  HG_CHECK(a.defined() && b.defined(), op, ": undefined tensor operand");
+  HG_CHECK(a.device() == b.device(), op, ": operands are on different devices (", a.device(), " and ", b.device(),
+           "); move one with .to(device)");
+}
+
+void check_floating(const char* op, const Tensor& x) {
+  HG_CHECK(x.defined(), op, ": undefined tensor");
+  HG_CHECK(is_floating(x.dtype()), op, ": expected a floating tensor (f64, f32, f16, bf16), got ",
+           dtype_name(x.dtype()), shape_str(x.shape()));
+}
+
+}  // namespace
+
+Tensor run_unary(UnaryOp op, const Tensor& x, double p0, double p1) {
+  Tensor out = empty(x.shape(), {op == UnaryOp::isfinite ? b8 : x.dtype(), x.device()});
+  if (out.numel()) unary_stub(x.device(), op, x, out, p0, p1);
+  return out;
+}
+
+Tensor run_binary(BinaryOp op, const Tensor& a, const Tensor& b, double p0, double p1) {
+  Shape s = broadcast_shapes(a.shape(), b.shape(), "elementwise");
+  Tensor out = empty(s, {is_comparison(op) ? b8 : a.dtype(), a.device()});
+  if (out.numel()) binary_stub(a.device(), op, a.expand(s), b.expand(s), out, p0, p1);
+  return out;
+}
+
+namespace {
+
+// Brings a and b to their promoted dtype; the casts are graph nodes.
+std::pair<Tensor, Tensor> promote(const char* op, const Tensor& a, const Tensor& b) {
+  check_same_device(op, a, b);
+  broadcast_shapes(a.shape(), b.shape(), op);
+  DType dt = promote_types(a.dtype(), b.dtype());
+  return {a.to(dt), b.to(dt)};
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote("add", a0, b0);
+  Tensor y = run_binary(BinaryOp::add, a, b);
+  autograd::record("add", {a, b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    return TensorList{sum_to(g, sa), sum_to(g, sb)};
+  });
+  return y;
+}
+
+Tensor sub(const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote("sub", a0, b0);
+  Tensor y = run_binary(BinaryOp::sub, a, b);
+  autograd::record("sub", {a, b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    return TensorList{sum_to(g, sa), autograd::needs_input_grad(1) ? sum_to(neg(g), sb) : Tensor()};
+  });
+  return y;
+}
+
+Tensor mul(const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote("mul", a0, b0);
+  Tensor y = run_binary(BinaryOp::mul, a, b);
+  autograd::record("mul", {a, b}, y, [a = a.detach(), b = b.detach()](const Tensor& g) {
+    return TensorList{autograd::needs_input_grad(0) ? sum_to(g * b, a.shape()) : Tensor(),
+                      autograd::needs_input_grad(1) ? sum_to(g * a, b.shape()) : Tensor()};
+  });
+  return y;
+}
+
+Tensor div(const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote("div", a0, b0);
+  Tensor y = run_binary(BinaryOp::div, a, b);
+  autograd::record("div", {a, b}, y, [sa = a.shape(), b = b.detach(), y = y.detach()](const Tensor& g) {
+    Tensor gb = g / b;
+    return TensorList{sum_to(gb, sa), autograd::needs_input_grad(1) ? sum_to(neg(gb * y), b.shape()) : Tensor()};
+  });
+  return y;
+}
+
+Tensor pow(const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote("pow", a0, b0);
+  check_floating("pow", a);
+  Tensor y = run_binary(BinaryOp::pow, a, b);
+  autograd::record("pow", {a, b}, y, [a = a.detach(), b = b.detach(), y = y.detach()](const Tensor& g) {
+    Tensor ga, gb;
+    // d/da a^b = b a^(b-1); d/db a^b = a^b log a (taken as 0 where a == 0, as PyTorch does)
+    if (autograd::needs_input_grad(0)) ga = sum_to(g * b * pow(a, b - 1.0), a.shape());
+    if (autograd::needs_input_grad(1)) {
+      Tensor loga = where(eq(a, zeros_like(a)), zeros_like(a), log(a));
+      gb = sum_to(g * y * loga, b.shape());
+    }
+    return TensorList{ga, gb};
+  });
+  return y;
+}
+
+namespace {
+// maximum/minimum: the gradient goes to the selected input; on ties it is split evenly.
+Tensor select_extreme(const char* name, BinaryOp op, const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote(name, a0, b0);
+  Tensor y = run_binary(op, a, b);
+  autograd::record(name, {a, b}, y, [a = a.detach(), b = b.detach(), y = y.detach()](const Tensor& g) {
+    Tensor one = ones_like(y), zero = zeros_like(y);
+    Tensor wa = where(eq(a.expand(y.shape()), y), one, zero);
+    Tensor wb = where(eq(b.expand(y.shape()), y), one, zero);
+    Tensor tot = maximum(wa + wb, one);
+    return TensorList{sum_to(g * wa / tot, a.shape()), sum_to(g * wb / tot, b.shape())};
+  });
+  return y;
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return select_extreme("maximum", BinaryOp::maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return select_extreme("minimum", BinaryOp::minimum, a, b); }
+
+Tensor add(const Tensor& a, double s) {
+  Tensor y = run_unary(UnaryOp::add_scalar, a, s);
+  autograd::record("add", {a}, y, [](const Tensor& g) { return TensorList{g}; });
+  return y;
+}
+
+Tensor mul(const Tensor& a, double s) {
+  Tensor y = run_unary(UnaryOp::mul_scalar, a, s);
+  autograd::record("mul", {a}, y, [s](const Tensor& g) { return TensorList{mul(g, s)}; });
+  return y;
+}
+
+Tensor div(const Tensor& a, double s) {
+  Tensor y = run_unary(UnaryOp::div_scalar, a, s);
+  autograd::record("div", {a}, y, [s](const Tensor& g) { return TensorList{div(g, s)}; });
+  return y;
+}
+
+Tensor pow(const Tensor& a, double p) {
+  check_floating("pow", a);
+  Tensor y = run_unary(UnaryOp::pow_scalar, a, p);
+  autograd::record("pow", {a}, y, [a = a.detach(), p](const Tensor& g) {
+    return TensorList{g * mul(pow(a, p - 1.0), p)};
+  });
+  return y;
+}
+
+Tensor rsub(const Tensor& a, double s) {
+  Tensor y = run_unary(UnaryOp::rsub_scalar, a, s);
+  autograd::record("rsub", {a}, y, [](const Tensor& g) { return TensorList{neg(g)}; });
+  return y;
+}
+
+Tensor rdiv(const Tensor& a, double s) {
+  check_floating("rdiv", a);
+  Tensor y = run_unary(UnaryOp::rdiv_scalar, a, s);
+  autograd::record("rdiv", {a}, y, [a = a.detach(), y = y.detach()](const Tensor& g) {
+    return TensorList{neg(g * y / a)};
+  });
+  return y;
+}
+
+Tensor neg(const Tensor& x) {
+  Tensor y = run_unary(UnaryOp::neg, x);
+  autograd::record("neg", {x}, y, [](const Tensor& g) { return TensorList{neg(g)}; });
+  return y;
+}
+
+Tensor exp(const Tensor& x) {
+  check_floating("exp", x);
+  Tensor y = run_unary(UnaryOp::exp, x);
+  autograd::record("exp", {x}, y, [y = y.detach()](const Tensor& g) { return TensorList{g * y}; });
+  return y;
+}
+
+Tensor log(const Tensor& x) {
+  check_floating("log", x);
+  Tensor y = run_unary(UnaryOp::log, x);
+  autograd::record("log", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g / x}; });
+  return y;
+}
+
+Tensor sqrt(const Tensor& x) {
+  check_floating("sqrt", x);
+  Tensor y = run_unary(UnaryOp::sqrt, x);
+  autograd::record("sqrt", {x}, y, [y = y.detach()](const Tensor& g) { return TensorList{g / mul(y, 2.0)}; });
+  return y;
+}
+
+Tensor rsqrt(const Tensor& x) {
+  check_floating("rsqrt", x);
+  Tensor y = run_unary(UnaryOp::rsqrt, x);
+  autograd::record("rsqrt", {x}, y, [y = y.detach()](const Tensor& g) {
+    return TensorList{g * mul(y * y * y, -0.5)};
+  });
+  return y;
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor y = run_unary(UnaryOp::abs, x);
+  autograd::record("abs", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g * sign(x)}; });
+  return y;
+}
+
+Tensor square(const Tensor& x) {
+  Tensor y = run_unary(UnaryOp::square, x);
+  autograd::record("square", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g * mul(x, 2.0)}; });
+  return y;
+}
+
+Tensor sign(const Tensor& x) { return run_unary(UnaryOp::sign, x); }
+
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  HG_CHECK(!(lo > hi), "clamp: lower bound ", lo, " exceeds upper bound ", hi);
+  Tensor y = run_unary(UnaryOp::clamp, x, lo, hi);
+  autograd::record("clamp", {x}, y, [x = x.detach(), lo, hi](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::clamp_grad, g, x, lo, hi)};
+  });
+  return y;
+}
+
+namespace {
+Tensor compare(const char* name, BinaryOp op, const Tensor& a0, const Tensor& b0) {
+  auto [a, b] = promote(name, a0, b0);
+  return run_binary(op, a.detach(), b.detach());
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", BinaryOp::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", BinaryOp::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", BinaryOp::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", BinaryOp::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", BinaryOp::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", BinaryOp::ge, a, b); }
+// The scalar is compared in f32 (f64 for f64 tensors), not rounded to the tensor's dtype.
+static Tensor scalar_like(const Tensor& a, double s) { return scalar_tensor(s, {a.dtype() == f64 ? f64 : f32, a.device()}); }
+Tensor gt(const Tensor& a, double s) { return gt(a, scalar_like(a, s)); }
+Tensor lt(const Tensor& a, double s) { return lt(a, scalar_like(a, s)); }
+Tensor isfinite(const Tensor& x) { return run_unary(UnaryOp::isfinite, x.detach()); }
+
+Tensor where(const Tensor& cond, const Tensor& a0, const Tensor& b0) {
+  HG_CHECK(cond.defined() && cond.dtype() == b8, "where: the condition must be a bool tensor, got ",
+           cond.defined() ? dtype_name(cond.dtype()) : "undefined");
+  check_same_device("where", cond, a0);
+  auto [a, b] = promote("where", a0, b0);
+  Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor y = empty(s, {a.dtype(), a.device()});
+  if (y.numel()) where_stub(y.device(), cond.expand(s), a.expand(s), b.expand(s), y);
+  autograd::record("where", {a, b}, y, [c = cond.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    Tensor z = zeros({}, {g.dtype(), g.device()});
+    return TensorList{autograd::needs_input_grad(0) ? sum_to(where(c, g, z), sa) : Tensor(),
+                      autograd::needs_input_grad(1) ? sum_to(where(c, z, g), sb) : Tensor()};
+  });
+  return y;
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+Tensor operator-(const Tensor& a, double s) { return add(a, -s); }
+Tensor operator-(double s, const Tensor& a) { return rsub(a, s); }
+Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+Tensor operator/(const Tensor& a, double s) { return div(a, s); }
+Tensor operator/(double s, const Tensor& a) { return rdiv(a, s); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, double s) { return gt(a, s); }
+Tensor operator<(const Tensor& a, double s) { return lt(a, s); }
+
+}  // namespace hg

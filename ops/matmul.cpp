@@ -1,0 +1,71 @@
+// matmul and linear: shape rules, broadcasting of batch dims, and their gradients.
+#include "ops/matmul.h"
+
+#include "framework/autograd.h"
+#include "ops/copy.h"
+#include "ops/elementwise.h"
+#include "ops/matmul_kernels.h"
+#include "ops/reduce.h"
+
+namespace hg {
+
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&)> bmm_stub("bmm");
+
+Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  HG_CHECK(a0.defined() && b0.defined(), "matmul: undefined operand");
+  HG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, "matmul: operands must have at least 1 dimension, got ",
+           shape_str(a0.shape()), " and ", shape_str(b0.shape()));
+  HG_CHECK(a0.device() == b0.device(), "matmul: operands are on different devices (", a0.device(), " and ",
+           b0.device(), ")");
+  HG_CHECK(is_floating(a0.dtype()) && is_floating(b0.dtype()), "matmul: needs floating operands, got ",
+           dtype_name(a0.dtype()), " and ", dtype_name(b0.dtype()));
+  DType dt = promote_types(a0.dtype(), b0.dtype());
+  Tensor a = a0.to(dt), b = b0.to(dt);
+  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
+  if (a_vec) a = a.unsqueeze(0);
+  if (b_vec) b = b.unsqueeze(1);
+  const int64_t M = a.size(-2), K = a.size(-1), K2 = b.size(-2), N = b.size(-1);
+  HG_CHECK(K == K2, "matmul: inner dimensions differ: ", shape_str(a0.shape()), " · ", shape_str(b0.shape()),
+           " (", K, " vs ", K2, "; the last axis of the first must equal the second-to-last of the second)");
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, "matmul (batch dimensions)");
+  Shape sa = batch, sb = batch, so = batch;
+  sa.insert(sa.end(), {M, K});
+  sb.insert(sb.end(), {K, N});
+  so.insert(so.end(), {M, N});
+  const int64_t B = numel_of(batch);
+  Tensor a3 = a.detach().expand(sa).reshape({B, M, K});
+  Tensor b3 = b.detach().expand(sb).reshape({B, K, N});
+  Tensor out = empty({B, M, N}, {dt, a.device()});
+  if (out.numel()) {
+    if (K == 0) fill_(out, 0.0);
+    else bmm_stub(a.device(), a3, b3, out);
+  }
+  Tensor y = out.view(so);
+  autograd::record("matmul", {a, b}, y, [a = a.detach(), b = b.detach()](const Tensor& g) {
+    Tensor ga, gb;
+    if (autograd::needs_input_grad(0)) ga = sum_to(matmul(g, b.transpose(-1, -2)), a.shape());
+    if (autograd::needs_input_grad(1)) gb = sum_to(matmul(a.transpose(-1, -2), g), b.shape());
+    return TensorList{ga, gb};
+  });
+  if (a_vec) y = y.squeeze(-2);
+  if (b_vec) y = y.squeeze(-1);
+  return y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  HG_CHECK(w.defined() && w.dim() == 2, "linear: weight must be 2-D [out, in], got ",
+           w.defined() ? shape_str(w.shape()) : std::string("undefined"));
+  HG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input ",
+           x.defined() ? shape_str(x.shape()) : std::string("undefined"), " does not end in the weight's in_features ",
+           w.size(1), " (weight ", shape_str(w.shape()), ")");
+  Tensor y = matmul(x, w.transpose(0, 1));
+  if (bias.defined()) {
+    HG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias ", shape_str(bias.shape()),
+             " must be [", w.size(0), "]");
+    y = y + bias.to(y.dtype());
+  }
+  return y;
+}
+
+}  // namespace hg

@@ -1,0 +1,242 @@
+// Views (the `follow` class): new shapes and strides over the same storage, each with
+// its backward; plus contiguous/clone and the dtype/device conversions (Cast nodes).
+#include <algorithm>
+#include <numeric>
+
+#include "framework/autograd.h"
+#include "ops/copy.h"
+#include "ops/reduce.h"
+
+namespace hg {
+
+namespace {
+
+Tensor alias(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
+  return make_tensor(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
+}
+
+// Resolves one -1 and checks the element count.
+Shape infer_shape(const Shape& want, int64_t numel, const Shape& from, const char* op) {
+  Shape s = want;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      HG_CHECK(infer < 0, op, ": only one size may be -1, got ", shape_str(want));
+      infer = static_cast<int64_t>(i);
+    } else {
+      HG_CHECK(s[i] >= 0, op, ": invalid size ", s[i], " in ", shape_str(want));
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    HG_CHECK(known != 0 && numel % known == 0, op, ": cannot infer the -1 in ", shape_str(want), " for ",
+             shape_str(from), " (", numel, " elements)");
+    s[static_cast<size_t>(infer)] = numel / known;
+  }
+  HG_CHECK(numel_of(s) == numel, op, ": shape ", shape_str(want), " has ", numel_of(s),
+           " elements but the tensor of shape ", shape_str(from), " has ", numel);
+  return s;
+}
+
+// Strides for viewing `t` as `shape` without copying, if the memory allows (empty if not).
+Strides view_strides(const Tensor& t, const Shape& shape) {
+  if (t.is_contiguous()) return contiguous_strides(shape);
+  // Walk groups of old dims that are contiguous among themselves and map new dims onto them.
+  const Shape& os = t.shape();
+  const Strides& ost = t.strides();
+  Strides ns(shape.size());
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base = ost.empty() ? 1 : ost.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(os.size()) - 1; d >= 0; --d) {
+    tensor_numel *= os[d];
+    if (d == 0 || (os[d - 1] != 1 && ost[d - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        ns[view_d] = view_numel * chunk_base;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return {};
+      if (d > 0) {
+        chunk_base = ost[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return {};
+  return ns;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Shape& want) const {
+  Shape s = infer_shape(want, numel(), shape(), "view");
+  Strides st = view_strides(*this, s);
+  HG_CHECK(!st.empty() || s.empty() || numel() == 0, "view: a tensor of shape ", shape_str(shape()),
+           " and strides ", shape_str(strides()), " cannot be viewed as ", shape_str(s),
+           " without a copy (its memory is not laid out compatibly); use reshape() or contiguous() first");
+  if (st.empty()) st = contiguous_strides(s);
+  Tensor y = alias(*this, s, st, offset());
+  autograd::record("view", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{g.reshape(src)}; });
+  return y;
+}
+
+Tensor Tensor::reshape(const Shape& want) const {
+  Shape s = infer_shape(want, numel(), shape(), "reshape");
+  if (!view_strides(*this, s).empty() || s.empty() || numel() == 0) return view(s);
+  return contiguous().view(s);
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  int64_t a = normalize_axis(start, dim(), "flatten"), b = normalize_axis(end, dim(), "flatten");
+  HG_CHECK(a <= b, "flatten: start axis ", start, " comes after end axis ", end);
+  Shape s(shape().begin(), shape().begin() + a);
+  s.push_back(std::accumulate(shape().begin() + a, shape().begin() + b + 1, int64_t{1}, std::multiplies<>()));
+  s.insert(s.end(), shape().begin() + b + 1, shape().end());
+  return reshape(s);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+  HG_CHECK(static_cast<int64_t>(order.size()) == dim(), "permute: order has ", order.size(),
+           " axes but the tensor of shape ", shape_str(shape()), " has ", dim());
+  std::vector<int64_t> ord(order.size()), inv(order.size());
+  std::vector<bool> seen(order.size(), false);
+  Shape s(order.size());
+  Strides st(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    int64_t a = normalize_axis(order[i], dim(), "permute");
+    HG_CHECK(!seen[a], "permute: axis ", a, " appears twice in the order");
+    seen[a] = true;
+    ord[i] = a;
+    inv[a] = static_cast<int64_t>(i);
+    s[i] = shape()[a];
+    st[i] = strides()[a];
+  }
+  Tensor y = alias(*this, s, st, offset());
+  autograd::record("permute", {*this}, y, [inv](const Tensor& g) { return TensorList{g.permute(inv)}; });
+  return y;
+}
+
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  std::vector<int64_t> order(static_cast<size_t>(dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[normalize_axis(a, dim(), "transpose")], order[normalize_axis(b, dim(), "transpose")]);
+  return permute(order);
+}
+
+Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
+  int64_t a = normalize_axis(axis, dim(), "slice");
+  HG_CHECK(step > 0, "slice: step must be positive, got ", step);
+  const int64_t n = shape()[a];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape s = shape();
+  Strides st = strides();
+  s[a] = (end - start + step - 1) / step;
+  st[a] *= step;
+  Tensor y = alias(*this, s, st, offset() + start * strides()[a]);
+  autograd::record("slice", {*this}, y, [src = shape(), a, start, end, step](const Tensor& g) {
+    Tensor gx = zeros(src, {g.dtype(), g.device()});
+    copy_(gx.slice(a, start, end, step), g);
+    return TensorList{gx};
+  });
+  return y;
+}
+
+Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
+  int64_t a = normalize_axis(axis, dim(), "narrow");
+  HG_CHECK(start >= 0 && length >= 0 && start + length <= shape()[a], "narrow: range [", start, ", ",
+           start + length, ") is outside axis ", axis, " of size ", shape()[a], " (shape ", shape_str(shape()), ")");
+  return slice(a, start, start + length);
+}
+
+Tensor Tensor::select(int64_t axis, int64_t index) const {
+  int64_t a = normalize_axis(axis, dim(), "select");
+  const int64_t n = shape()[a];
+  HG_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for axis ", axis, " of size ", n);
+  if (index < 0) index += n;
+  return slice(a, index, index + 1).squeeze(a);
+}
+
+Tensor Tensor::expand(const Shape& want) const {
+  HG_CHECK(static_cast<int64_t>(want.size()) >= dim(), "expand: cannot expand shape ", shape_str(shape()),
+           " to fewer dimensions ", shape_str(want));
+  if (want == shape()) return *this;
+  const size_t lead = want.size() - shape().size();
+  Shape s = want;
+  Strides st(want.size(), 0);
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (i < lead) {
+      HG_CHECK(want[i] >= 0, "expand: invalid size in ", shape_str(want));
+      continue;
+    }
+    int64_t have = shape()[i - lead];
+    if (want[i] == -1 || want[i] == have) {
+      s[i] = have;
+      st[i] = strides()[i - lead];
+    } else {
+      HG_CHECK(have == 1, "expand: shape ", shape_str(shape()), " cannot be expanded to ", shape_str(want),
+               " (only size-1 dimensions can grow)");
+    }
+  }
+  Tensor y = alias(*this, s, st, offset());
+  autograd::record("expand", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{sum_to(g, src)}; });
+  return y;
+}
+
+Tensor Tensor::squeeze(int64_t axis) const {
+  int64_t a = normalize_axis(axis, dim(), "squeeze");
+  HG_CHECK(shape()[a] == 1, "squeeze: axis ", axis, " of shape ", shape_str(shape()), " has size ", shape()[a],
+           ", not 1");
+  Shape s = shape();
+  Strides st = strides();
+  s.erase(s.begin() + a);
+  st.erase(st.begin() + a);
+  Tensor y = alias(*this, s, st, offset());
+  autograd::record("squeeze", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{g.reshape(src)}; });
+  return y;
+}
+
+Tensor Tensor::unsqueeze(int64_t axis) const {
+  int64_t a = normalize_axis(axis, dim() + 1, "unsqueeze");
+  Shape s = shape();
+  Strides st = strides();
+  s.insert(s.begin() + a, 1);
+  st.insert(st.begin() + a, a < dim() ? st[a] * shape()[a] : 1);
+  Tensor y = alias(*this, s, st, offset());
+  autograd::record("unsqueeze", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{g.reshape(src)}; });
+  return y;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  Tensor y = empty(shape(), {dtype(), device()});
+  copy_(y, *this);
+  autograd::record("clone", {*this}, y, [](const Tensor& g) { return TensorList{g}; });
+  return y;
+}
+
+Tensor Tensor::to(DType dt) const { return to(device(), dt); }
+Tensor Tensor::to(Device d) const { return to(d, dtype()); }
+
+Tensor Tensor::to(Device d, DType dt) const {
+  if (d == device() && dt == dtype()) return *this;
+  HG_CHECK(!requires_grad() || is_floating(dt), "to: cannot cast a tensor that requires grad to ", dtype_name(dt));
+  Tensor y = empty(shape(), {dt, d});
+  copy_(y, *this);
+  // The Cast node: its backward brings the gradient back to the source dtype and device.
+  autograd::record("Cast", {*this}, y, [sd = dtype(), sdev = device()](const Tensor& g) {
+    return TensorList{g.to(sdev, sd)};
+  });
+  return y;
+}
+
+}  // namespace hg
