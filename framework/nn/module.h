@@ -1,0 +1,112 @@
+// nn::Module: a tree of named children with parameters and buffers, whose names follow
+// module paths ("down2.conv1.weight"). A child is named once in a model's source with
+// HG_CHILD, e.g.  HG_CHILD(Conv2d, conv1, 3, 16, 3);
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/state_dict.h"
+#include "framework/tensor.h"
+
+namespace hg::nn {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The single-input forward most layers have; modules with other signatures define
+  // their own operator() that opens a Scope.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x);
+
+  // While alive: ops record this module's path into their graph nodes (for messages,
+  // the numerics monitor and anomaly detection), and a precision set with
+  // set_precision overrides the autocast compute dtype.
+  class Scope {
+   public:
+    explicit Scope(const Module& m);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    std::string saved_path_;
+    std::optional<DType> saved_autocast_;
+    bool overrode_ = false;
+  };
+
+  // Registration, normally through the HG_CHILD / HG_PARAM / HG_BUFFER macros.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    add_child(name, m);
+    return m;
+  }
+  Tensor register_parameter(const std::string& name, Tensor t);  // becomes a leaf that requires grad
+  Tensor register_buffer(const std::string& name, Tensor t);
+
+  // Tree queries; names are relative to this module and in registration order.
+  std::vector<Tensor> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // Every module below (and including) this one, depth first, with its relative path
+  // ("" for this one).
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  int64_t parameter_count() const;
+
+  // The full path from the root ("" for a root), and the type name ("Conv2d").
+  std::string path() const;
+  virtual std::string type_name() const = 0;
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Moves/casts every parameter and buffer in place (existing handles, e.g. in an
+  // optimizer, see the change); gradients are dropped. Integer buffers keep their dtype.
+  void to(Device device);
+  void to(DType dtype);
+  void zero_grad();  // drops the gradients (they become undefined)
+
+  // Parameters and buffers by path. load_state_dict copies values in place (casting to
+  // each tensor's dtype); strict: missing, unexpected and mis-shaped entries are all
+  // reported by name in one hg::Error, and nothing is loaded then.
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& sd, bool strict = true);
+
+  // The precision this module's ops run in under autocast (e.g. f32 for a layer that
+  // overflows in f16); unset: follow the autocast policy.
+  void set_precision(std::optional<DType> dtype) { precision_ = dtype; }
+  std::optional<DType> precision() const { return precision_; }
+
+  // A table: one line per parameter/buffer with path, shape, dtype, count; then totals.
+  std::string summary() const;
+
+ protected:
+  void add_child(const std::string& name, std::shared_ptr<Module> m);
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  const Module* parent_ = nullptr;
+  std::string name_;
+  bool training_ = true;
+  std::optional<DType> precision_;
+};
+
+}  // namespace hg::nn
+
+// Declares and registers a child member in one place: HG_CHILD(Conv2d, conv1, args...)
+// makes `std::shared_ptr<Conv2d> conv1`, registered as "conv1".
+#define HG_CHILD(Type, name, ...) \
+  std::shared_ptr<Type> name = this->register_module(#name, std::make_shared<Type>(__VA_ARGS__))
+// HG_PARAM(weight, init_tensor) makes `Tensor weight`, registered as parameter "weight".
+#define HG_PARAM(name, init) ::hg::Tensor name = this->register_parameter(#name, (init))
+#define HG_BUFFER(name, init) ::hg::Tensor name = this->register_buffer(#name, (init))

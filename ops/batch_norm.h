@@ -1,0 +1,17 @@
+// Batch normalisation over the channel axis of channels-last tensors (the `fp32`
+// class for its statistics). x may be f16/bf16 with f32 weight, bias and running
+// statistics (kept in f32 under AMP); the output has x's dtype.
+#pragma once
+#include "framework/tensor.h"
+
+namespace hg {
+
+// x [..., C]. Training: normalise with the batch's mean and biased variance over every
+// axis but the last, and update running_mean/running_var in place (no gradient) with
+// `momentum` and the unbiased variance. Eval: normalise with the running statistics.
+// weight/bias [C] may be undefined (no affine transform); running stats may be
+// undefined in training (then nothing is tracked).
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
+}  // namespace hg
