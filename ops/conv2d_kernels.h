@@ -1,1 +1,32 @@
-// placeholder: being written
+// The kernel interface of 2-D convolution, implemented by every backend: forward and
+// the two gradients of conv2d (conv_transpose2d is written in terms of the same three).
+// Tensors are NHWC / [K, R, S, C/groups], contiguous, of one floating dtype.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "framework/dispatch.h"
+#include "framework/tensor.h"
+
+namespace hg {
+
+struct ConvParams {
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+};
+
+// Every size comes from the tensors' shapes: x [N, H, W, C], w [K, R, S, C/groups],
+// y [N, P, Q, K]. Output position (p, q) reads input rows p*stride - padding + r*dilation
+// (likewise columns); reads outside the image are zeros. The output argument is
+// overwritten, never accumulated into. reduced-precision operands multiply and
+// accumulate in f32 and are rounded once.
+// y = conv(x, w)
+extern DispatchStub<void(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p)> conv2d_forward_stub;
+// gx = d<conv(x, w), gy>/dx  (gx has x's shape; positions no output reads get 0)
+extern DispatchStub<void(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p)> conv2d_dgrad_stub;
+// gw = d<conv(x, w), gy>/dw  (gw has w's shape)
+extern DispatchStub<void(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p)> conv2d_wgrad_stub;
+
+}  // namespace hg

@@ -22,12 +22,30 @@ void copy_(const Tensor& dst, const Tensor& src) {
     copy_stub(dst.device(), dst, s);
     return;
   }
-  // Across devices: move in the source dtype, contiguous, then convert on the destination.
-  Tensor staged = s.contiguous();
-  Tensor moved = empty(staged.shape(), {staged.dtype(), dst.device()});
-  Device gpu = dst.device().is_cpu() ? s.device() : dst.device();
-  transfer_stub(gpu, moved, staged);
-  copy_stub(dst.device(), dst, moved);
+  if (!s.device().is_cpu() && !dst.device().is_cpu()) {  // between two GPUs: through the host
+    Tensor host = empty(s.shape(), {s.dtype(), Device::cpu()});
+    copy_(host, s);
+    copy_(dst, host);
+    return;
+  }
+  if (dst.device().is_cpu()) {
+    // Device to host: move the source in its own dtype, then convert on the CPU.
+    Tensor staged = s.contiguous();
+    Tensor host = empty(staged.shape(), {staged.dtype(), Device::cpu()});
+    transfer_stub(staged.device(), host, staged);
+    copy_stub(dst.device(), dst, host);
+    return;
+  }
+  // Host to device: convert on the CPU to the destination dtype, then move.
+  Tensor host = empty(dst.shape(), {dst.dtype(), Device::cpu()});
+  copy_stub(host.device(), host, s);
+  if (dst.is_contiguous()) {
+    transfer_stub(dst.device(), dst, host);
+  } else {
+    Tensor moved = empty(dst.shape(), {dst.dtype(), dst.device()});
+    transfer_stub(dst.device(), moved, host);
+    copy_stub(dst.device(), dst, moved);
+  }
 }
 
 }  // namespace hg

@@ -1,1 +1,28 @@
-// placeholder: being written
+// safetensors files, the public format every framework reads: named tensors behind a
+// JSON header. Writes are atomic (a crash leaves the old file or the new, never a mix);
+// reads check the whole header against the file before making any tensor.
+#pragma once
+#include <map>
+#include <string>
+
+#include "framework/state_dict.h"
+
+namespace hg {
+
+// Tensors on any device are copied to the CPU and made contiguous for writing. Names
+// and metadata must be valid UTF-8; "__metadata__" is reserved by the format.
+void save_safetensors(const std::string& path, const StateDict& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+struct SafetensorsFile {
+  StateDict tensors;  // on the CPU
+  std::map<std::string, std::string> metadata;
+};
+// Throws hg::Error naming the file and the fault on anything malformed or truncated.
+SafetensorsFile load_safetensors(const std::string& path);
+
+// Short names for files without metadata.
+void save(const std::string& path, const StateDict& tensors);
+StateDict load(const std::string& path);
+
+}  // namespace hg

@@ -1,1 +1,178 @@
-// placeholder: being written
+// CPU kernels of max and average pooling on contiguous NHWC tensors. Forward passes
+// run over N*P output rows; backward passes gather, over N*H input rows, the window
+// gradients that reach each input, so threads never write the same element and sums
+// accumulate in f32 (f64 for f64) before one rounding.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "ops/cpu/loops.h"
+#include "ops/pool2d_kernels.h"
+
+namespace hg::cpu {
+namespace {
+
+// The input rows (or columns) of window p clipped to the image: padding holds no data.
+struct Span {
+  int64_t begin, end;
+};
+Span window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t size) {
+  const int64_t start = p * stride - pad;
+  return {std::max<int64_t>(start, 0), std::min(start + kernel, size)};
+}
+
+template <class T>
+void max_pool_forward(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dGeometry& g) {
+  using Cmp = compute_t<T>;
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  int64_t* ap = argmax.defined() ? argmax.data<int64_t>() : nullptr;
+  const int64_t C = g.C;
+  parallel_for(g.N * g.P, g.Q * g.R * g.S * C, [&](int64_t r0, int64_t r1) {
+    std::vector<Cmp> best(static_cast<size_t>(C));
+    std::vector<int64_t> scratch(ap ? 0 : static_cast<size_t>(C));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / g.P, p = row % g.P;
+      const Span hs = window_span(p, g.R, g.sh, g.ph, g.H);
+      const T* xn = xp + n * g.H * g.W * C;
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Span ws = window_span(q, g.S, g.sw, g.pw, g.W);
+        const int64_t out = (row * g.Q + q) * C;
+        int64_t* idx = ap ? ap + out : scratch.data();
+        // Every window holds at least one input element (padding <= kernel / 2), which
+        // wins when all are -inf.
+        std::fill(best.begin(), best.end(), -std::numeric_limits<Cmp>::infinity());
+        std::fill(idx, idx + C, hs.begin * g.W + ws.begin);
+        for (int64_t h = hs.begin; h < hs.end; ++h) {
+          for (int64_t w = ws.begin; w < ws.end; ++w) {
+            const T* v = xn + (h * g.W + w) * C;
+            const int64_t id = h * g.W + w;
+            for (int64_t c = 0; c < C; ++c) {
+              const Cmp a = load(v[c]);
+              if (a > best[c] || a != a) {  // NaN wins, as in PyTorch
+                best[c] = a;
+                idx[c] = id;
+              }
+            }
+          }
+        }
+        // The maximum is one of the inputs, so storing it back is exact in every dtype.
+        for (int64_t c = 0; c < C; ++c) yp[out + c] = store<T>(best[c]);
+      }
+    }
+  });
+}
+
+template <class T>
+void max_pool_backward(const Tensor& gy, const Tensor& argmax, const Tensor& gx, const Pool2dGeometry& g) {
+  using A = accum_t<T>;
+  const T* gyp = gy.data<T>();
+  const int64_t* ap = argmax.data<int64_t>();
+  T* gxp = gx.data<T>();
+  const int64_t C = g.C;
+  const int64_t cover = ((g.R + g.sh - 1) / g.sh) * ((g.S + g.sw - 1) / g.sw);
+  parallel_for(g.N * g.H, g.W * C * cover, [&](int64_t r0, int64_t r1) {
+    std::vector<A> acc(static_cast<size_t>(C));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / g.H, h = row % g.H;
+      const WindowRange pr = windows_covering(h, g.R, g.sh, g.ph, g.P);
+      for (int64_t w = 0; w < g.W; ++w) {
+        const WindowRange qr = windows_covering(w, g.S, g.sw, g.pw, g.Q);
+        const int64_t id = h * g.W + w;
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t p = pr.lo; p < pr.hi; ++p) {
+          for (int64_t q = qr.lo; q < qr.hi; ++q) {
+            const int64_t o = ((n * g.P + p) * g.Q + q) * C;
+            const T* gv = gyp + o;
+            const int64_t* av = ap + o;
+            for (int64_t c = 0; c < C; ++c) acc[c] += av[c] == id ? A(load(gv[c])) : A(0);
+          }
+        }
+        T* out = gxp + (row * g.W + w) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = store<T>(acc[c]);
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_forward(const Tensor& x, const Tensor& y, const Pool2dGeometry& g) {
+  using A = accum_t<T>;
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+  const int64_t C = g.C;
+  // PyTorch's floor output size keeps every window inside the padded image, so with
+  // count_include_pad each divides by the full window.
+  const A count = static_cast<A>(g.R * g.S);
+  parallel_for(g.N * g.P, g.Q * g.R * g.S * C, [&](int64_t r0, int64_t r1) {
+    std::vector<A> acc(static_cast<size_t>(C));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / g.P, p = row % g.P;
+      const Span hs = window_span(p, g.R, g.sh, g.ph, g.H);
+      const T* xn = xp + n * g.H * g.W * C;
+      for (int64_t q = 0; q < g.Q; ++q) {
+        const Span ws = window_span(q, g.S, g.sw, g.pw, g.W);
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t h = hs.begin; h < hs.end; ++h) {
+          for (int64_t w = ws.begin; w < ws.end; ++w) {
+            const T* v = xn + (h * g.W + w) * C;
+            for (int64_t c = 0; c < C; ++c) acc[c] += load(v[c]);
+          }
+        }
+        T* out = yp + (row * g.Q + q) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = store<T>(acc[c] / count);
+      }
+    }
+  });
+}
+
+template <class T>
+void avg_pool_backward(const Tensor& gy, const Tensor& gx, const Pool2dGeometry& g) {
+  using A = accum_t<T>;
+  const T* gyp = gy.data<T>();
+  T* gxp = gx.data<T>();
+  const int64_t C = g.C;
+  const A count = static_cast<A>(g.R * g.S);
+  const int64_t cover = ((g.R + g.sh - 1) / g.sh) * ((g.S + g.sw - 1) / g.sw);
+  parallel_for(g.N * g.H, g.W * C * cover, [&](int64_t r0, int64_t r1) {
+    std::vector<A> acc(static_cast<size_t>(C));
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / g.H, h = row % g.H;
+      const WindowRange pr = windows_covering(h, g.R, g.sh, g.ph, g.P);
+      for (int64_t w = 0; w < g.W; ++w) {
+        const WindowRange qr = windows_covering(w, g.S, g.sw, g.pw, g.Q);
+        std::fill(acc.begin(), acc.end(), A(0));
+        for (int64_t p = pr.lo; p < pr.hi; ++p) {
+          for (int64_t q = qr.lo; q < qr.hi; ++q) {
+            const T* gv = gyp + ((n * g.P + p) * g.Q + q) * C;
+            for (int64_t c = 0; c < C; ++c) acc[c] += load(gv[c]);
+          }
+        }
+        T* out = gxp + (row * g.W + w) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = store<T>(acc[c] / count);
+      }
+    }
+  });
+}
+
+void max_pool2d_cpu(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dGeometry& g) {
+  visit_floating(x.dtype(), "max_pool2d", [&]<typename T>() { max_pool_forward<T>(x, y, argmax, g); });
+}
+void max_pool2d_backward_cpu(const Tensor& gy, const Tensor& argmax, const Tensor& gx, const Pool2dGeometry& g) {
+  visit_floating(gy.dtype(), "max_pool2d backward", [&]<typename T>() { max_pool_backward<T>(gy, argmax, gx, g); });
+}
+void avg_pool2d_cpu(const Tensor& x, const Tensor& y, const Pool2dGeometry& g) {
+  visit_floating(x.dtype(), "avg_pool2d", [&]<typename T>() { avg_pool_forward<T>(x, y, g); });
+}
+void avg_pool2d_backward_cpu(const Tensor& gy, const Tensor& gx, const Pool2dGeometry& g) {
+  visit_floating(gy.dtype(), "avg_pool2d backward", [&]<typename T>() { avg_pool_backward<T>(gy, gx, g); });
+}
+
+}  // namespace
+
+HG_REGISTER_KERNEL(max_pool2d_stub, cpu, max_pool2d_cpu);
+HG_REGISTER_KERNEL(max_pool2d_backward_stub, cpu, max_pool2d_backward_cpu);
+HG_REGISTER_KERNEL(avg_pool2d_stub, cpu, avg_pool2d_cpu);
+HG_REGISTER_KERNEL(avg_pool2d_backward_stub, cpu, avg_pool2d_backward_cpu);
+
+}  // namespace hg::cpu
