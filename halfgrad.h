@@ -36,3 +36,7 @@
 #include "ops/upsample.h"
 #include "models/mlp.h"
 #include "models/unet.h"
+#include "amp/autocast.h"
+#include "amp/policy.h"
+#include "amp/grad_scaler.h"
+#include "amp/master_weights.h"

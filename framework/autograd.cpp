@@ -23,7 +23,8 @@ autograd::BackwardObserver g_backward_observer = nullptr;
 // A node whose backward is a closure written next to its op's forward.
 class FunctionNode : public Node {
  public:
-  FunctionNode(const char* name, autograd::BackwardFn fn) : name_(name), fn_(std::move(fn)) {}
+  FunctionNode(const char* name, autograd::BackwardFn fn, bool saves_tensors)
+      : name_(name), fn_(std::move(fn)), saves_tensors_(saves_tensors) {}
   TensorList apply(const TensorList& grads) override {
     HG_CHECK(!released, "backward of ", name_,
              ": the graph was already released by an earlier backward(); pass retain_graph=true to "
@@ -32,6 +33,7 @@ class FunctionNode : public Node {
   }
   std::string name() const override { return name_; }
   void release() override {
+    if (!saves_tensors_) return;
     fn_ = nullptr;
     released = true;
   }
@@ -39,6 +41,7 @@ class FunctionNode : public Node {
  private:
   const char* name_;
   autograd::BackwardFn fn_;
+  bool saves_tensors_;
 };
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
@@ -106,13 +109,14 @@ bool needs_record(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn) {
+void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn,
+            bool saves_tensors) {
   bool rec = false;
   if (t_grad_enabled)
     for (const Tensor& t : inputs) rec = rec || (t.defined() && t.requires_grad());
   std::shared_ptr<Node> node;
   if (rec) {
-    node = std::make_shared<FunctionNode>(name, std::move(fn));
+    node = std::make_shared<FunctionNode>(name, std::move(fn), saves_tensors);
     for (const Tensor& t : inputs) {
       node->next_edges.push_back(edge_of(t));
       node->inputs.push_back(t.defined() ? meta_of(t) : OutputMeta{});
@@ -131,9 +135,10 @@ void record(const char* name, const TensorList& inputs, const std::vector<Tensor
   if (g_forward_observer) g_forward_observer(name, node.get(), outputs, inputs);
 }
 
-void record(const char* name, const TensorList& inputs, Tensor& output, std::function<TensorList(const Tensor&)> fn) {
+void record(const char* name, const TensorList& inputs, Tensor& output, std::function<TensorList(const Tensor&)> fn,
+            bool saves_tensors) {
   record(name, inputs, std::vector<Tensor*>{&output},
-         [fn = std::move(fn)](const TensorList& g) { return fn(g[0]); });
+         [fn = std::move(fn)](const TensorList& g) { return fn(g[0]); }, saves_tensors);
 }
 
 bool needs_input_grad(size_t i) {
@@ -362,7 +367,7 @@ bool Tensor::requires_grad() const { return impl_->requires_grad; }
 bool Tensor::is_leaf() const { return impl_->grad_fn == nullptr; }
 const Tensor& Tensor::grad() const { return impl_->grad; }
 Tensor& Tensor::mutable_grad() { return impl_->grad; }
-void Tensor::set_grad(const Tensor& g) { impl_->grad = g; }
+void Tensor::set_grad(const Tensor& g) const { impl_->grad = g; }
 const std::shared_ptr<Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
 
 Tensor& Tensor::set_requires_grad(bool r) {

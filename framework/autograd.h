@@ -63,10 +63,13 @@ bool needs_record(std::initializer_list<const Tensor*> inputs);
 // Records a node named `name` with backward `fn` making `outputs` depend on `inputs`
 // (if recording is needed). fn gets one gradient per output (zeros filled in for
 // outputs that got none) and returns one per input.
-void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn);
+// `saves_tensors` false marks a node whose backward keeps nothing alive (a Cast): it
+// survives graph release, so a cast cached by autocast can be backpropagated again.
+void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn,
+            bool saves_tensors = true);
 // Single-output convenience: fn(grad) -> one gradient per input.
 void record(const char* name, const TensorList& inputs, Tensor& output,
-            std::function<TensorList(const Tensor&)> fn);
+            std::function<TensorList(const Tensor&)> fn, bool saves_tensors = true);
 
 // Inside a backward function: whether input i of the running node needs a gradient
 // (lets an op skip e.g. the input gradient of a network's first convolution).

@@ -4,6 +4,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "framework/autograd.h"
 
@@ -18,10 +19,20 @@ enum class PrecisionClass : uint8_t {
 
 const char* precision_class_name(PrecisionClass c);
 
-// The thread-local autocast state. `dtype` is empty when autocast is off.
+// The thread-local autocast state. `dtype` is empty when autocast is off. The cache
+// holds the low-precision copy of each leaf parameter cast inside the outermost
+// autocast region (key: the leaf's impl and the target dtype), so a weight used twice
+// is cast once; amp::Autocast clears it when that region ends.
 struct AutocastState {
   std::optional<DType> dtype;
   bool cache_enabled = true;
+  int depth = 0;  // nesting of amp::Autocast guards
+  struct Entry {
+    Tensor source;  // kept alive so its address cannot be reused while cached
+    Tensor cast;
+  };
+  std::unordered_map<const TensorImpl*, Entry> cache[3];  // by target: f16, bf16, f32
+  int64_t cache_hits = 0;
 };
 AutocastState& autocast_state();
 

@@ -42,6 +42,18 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
 }
 
+void Tensor::set_data(const Tensor& src) const {
+  HG_CHECK(is_leaf(), "set_data: only leaf tensors can have their data replaced");
+  HG_CHECK(!requires_grad() || is_floating(src.dtype()), "set_data: a tensor that requires grad needs floating data, got ",
+           dtype_name(src.dtype()));
+  impl_->storage = src.storage();
+  impl_->shape = src.shape();
+  impl_->strides = src.strides();
+  impl_->offset = src.offset();
+  impl_->dtype = src.dtype();
+  impl_->grad = Tensor();
+}
+
 Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype) {
   HG_CHECK(shape.size() == strides.size(), "make_tensor: shape ", shape_str(shape), " and strides ",
            shape_str(strides), " differ in length");

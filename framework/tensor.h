@@ -75,9 +75,13 @@ class Tensor {
   bool is_leaf() const;
   const Tensor& grad() const;  // undefined until a backward reaches this tensor
   Tensor& mutable_grad();
-  void set_grad(const Tensor& g);
+  void set_grad(const Tensor& g) const;
   const std::shared_ptr<Node>& grad_fn() const;
   Tensor detach() const;  // same storage, cut from the graph
+  // Makes this tensor (every handle to it) view src's data, dtype and device while it
+  // keeps its identity as a leaf (requires_grad, name, hooks); its grad is dropped.
+  // How modules and master weights convert parameters in place.
+  void set_data(const Tensor& src) const;
   void retain_grad() const;
   // A hook sees the gradient flowing into this tensor and may return a replacement
   // (or an undefined Tensor to keep it). Returns a handle for remove_hook.

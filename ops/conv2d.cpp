@@ -1,1 +1,169 @@
-// placeholder: being written
+// conv2d and conv_transpose2d (precision class `lower`): shape checks, forward and
+// backward side by side. Both are built on the three kernels of ops/conv2d_kernels.h;
+// the transposed conv's forward is conv2d's input gradient and vice versa.
+#include "ops/conv2d.h"
+
+#include <string>
+
+#include "framework/precision.h"
+#include "ops/conv2d_kernels.h"
+#include "ops/copy.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/reduce.h"
+
+namespace hg {
+
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub("conv2d_forward");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub("conv2d_dgrad");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_wgrad_stub("conv2d_wgrad");
+
+namespace {
+
+using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
+
+std::string shape_of(const Tensor& t) { return t.defined() ? shape_str(t.shape()) : std::string("undefined"); }
+std::string pair_str(const std::array<int64_t, 2>& v) { return detail::concat("(", v[0], ", ", v[1], ")"); }
+
+// Runs a kernel into `out`; an empty operand contributes nothing, so the result is zeros.
+void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor& out, const ConvParams& p) {
+  if (out.numel() == 0) return;
+  if (a.numel() == 0 || b.numel() == 0) fill_(out, 0.0);
+  else stub(out.device(), a, b, out, p);
+}
+
+struct Operands {
+  Tensor x, w, bias;
+};
+
+// Autocast, then the checks shared by both ops, then one dtype for all three operands.
+Operands prepare(const char* op, const Tensor& x0, const Tensor& w0, const Tensor& b0) {
+  HG_CHECK(x0.defined() && w0.defined(), op, ": input and weight must be defined tensors");
+  TensorList in = autocast(PrecisionClass::lower, {x0, w0, b0});
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  HG_CHECK(x.dim() == 4, op, ": input must be 4-D NHWC [N, H, W, C], got ", shape_of(x));
+  HG_CHECK(w.dim() == 4, op, ": weight must be 4-D, got ", shape_of(w));
+  HG_CHECK(w.size(1) > 0 && w.size(2) > 0, op, ": kernel size must be positive, got weight ", shape_of(w));
+  HG_CHECK(x.device() == w.device() && (!b.defined() || b.device() == x.device()), op,
+           ": input, weight and bias must be on one device, got ", x.device(), ", ", w.device(),
+           b.defined() ? detail::concat(", ", b.device()) : std::string());
+  const bool floating = is_floating(x.dtype()) && is_floating(w.dtype()) && (!b.defined() || is_floating(b.dtype()));
+  HG_CHECK(floating, op, ": input, weight and bias must be floating (f64, f32, f16, bf16), got ", dtype_name(x.dtype()),
+           ", ", dtype_name(w.dtype()), b.defined() ? detail::concat(", ", dtype_name(b.dtype())) : std::string());
+  DType dt = promote_types(x.dtype(), w.dtype());
+  if (b.defined()) dt = promote_types(dt, b.dtype());
+  return {x.to(dt), w.to(dt), b.defined() ? b.to(dt) : b};
+}
+
+void check_params(const char* op, const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
+                  const std::array<int64_t, 2>& dilation, int64_t groups) {
+  HG_CHECK(stride[0] > 0 && stride[1] > 0, op, ": stride must be positive, got ", pair_str(stride));
+  HG_CHECK(dilation[0] > 0 && dilation[1] > 0, op, ": dilation must be positive, got ", pair_str(dilation));
+  HG_CHECK(padding[0] >= 0 && padding[1] >= 0, op, ": padding must be non-negative, got ", pair_str(padding));
+  HG_CHECK(groups > 0, op, ": groups must be positive, got ", groups);
+}
+
+void check_groups(const char* op, const char* what, int64_t channels, int64_t groups, const Tensor& t) {
+  HG_CHECK(channels % groups == 0, op, ": ", what, " channels ", channels, " (", shape_of(t),
+           ") are not divisible by groups ", groups);
+}
+
+void check_bias(const char* op, const Tensor& b, int64_t channels, const Tensor& w) {
+  HG_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == channels), op, ": bias ", shape_of(b), " must be [",
+           channels, "], one value per output channel of weight ", shape_of(w));
+}
+
+// Adds the bias over the channel axis (one rounding in f16/bf16, as every elementwise op).
+Tensor add_bias(const Tensor& y, const Tensor& b) {
+  return b.defined() ? run_binary(BinaryOp::add, y, b.detach()) : y;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Conv2dOptions& o) {
+  auto [x, w, b] = prepare("conv2d", x0, w0, b0);
+  check_params("conv2d", o.stride, o.padding, o.dilation, o.groups);
+  const int64_t N = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  const int64_t K = w.size(0), R = w.size(1), S = w.size(2), G = o.groups;
+  check_groups("conv2d", "input", C, G, x);
+  HG_CHECK(C == w.size(3) * G, "conv2d: input ", shape_of(x), " has ", C, " channels but weight ", shape_of(w),
+           " expects ", w.size(3) * G, " (its last dim ", w.size(3), " times groups ", G, ")");
+  check_groups("conv2d", "output", K, G, w);
+  const int64_t er = o.dilation[0] * (R - 1) + 1, es = o.dilation[1] * (S - 1) + 1;
+  const int64_t Hp = H + 2 * o.padding[0], Wp = W + 2 * o.padding[1];
+  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " (", er, "x", es, " with dilation ", pair_str(o.dilation),
+           ") is larger than the padded input ", Hp, "x", Wp, " (input ", shape_of(x), ", padding ",
+           pair_str(o.padding), ")");
+  const int64_t P = (Hp - er) / o.stride[0] + 1, Q = (Wp - es) / o.stride[1] + 1;
+  check_bias("conv2d", b, K, w);
+
+  const ConvParams p{o.stride, o.padding, o.dilation, G};
+  // Saved for backward only where the other operand's gradient needs it.
+  Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
+  Tensor y = empty({N, P, Q, K}, {x.dtype(), x.device()});
+  run_kernel(conv2d_forward_stub, xc, wc, y, p);
+  y = add_bias(y, b);
+  autograd::record("conv2d", {x, w, b}, y,
+                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(),
+                    xshape = x.shape(), wshape = w.shape(), p, has_bias = b.defined()](const Tensor& g0) {
+    const Tensor g = g0.contiguous();
+    Tensor gx, gw, gb;
+    if (autograd::needs_input_grad(0)) {
+      gx = empty(xshape, {g.dtype(), g.device()});
+      run_kernel(conv2d_dgrad_stub, g, ws, gx, p);
+    }
+    if (autograd::needs_input_grad(1)) {
+      gw = empty(wshape, {g.dtype(), g.device()});
+      run_kernel(conv2d_wgrad_stub, g, xs, gw, p);
+    }
+    if (has_bias && autograd::needs_input_grad(2)) gb = sum(g, {0, 1, 2});
+    return TensorList{gx, gw, gb};
+  });
+  return y;
+}
+
+Tensor conv_transpose2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvTranspose2dOptions& o) {
+  auto [x, w, b] = prepare("conv_transpose2d", x0, w0, b0);
+  check_params("conv_transpose2d", o.stride, o.padding, o.dilation, o.groups);
+  for (int i = 0; i < 2; ++i)
+    HG_CHECK(o.output_padding[i] >= 0 && (o.output_padding[i] < o.stride[i] || o.output_padding[i] < o.dilation[i]),
+             "conv_transpose2d: output_padding ", pair_str(o.output_padding),
+             " must be non-negative and smaller than either stride ", pair_str(o.stride), " or dilation ",
+             pair_str(o.dilation));
+  const int64_t N = x.size(0), H = x.size(1), W = x.size(2), Cin = x.size(3);
+  const int64_t R = w.size(1), S = w.size(2), G = o.groups, Cout = w.size(3) * G;
+  HG_CHECK(Cin == w.size(0), "conv_transpose2d: input ", shape_of(x), " has ", Cin, " channels but weight ",
+           shape_of(w), " expects ", w.size(0), " (its first dim)");
+  check_groups("conv_transpose2d", "input", Cin, G, x);
+  const int64_t Ho = (H - 1) * o.stride[0] - 2 * o.padding[0] + o.dilation[0] * (R - 1) + o.output_padding[0] + 1;
+  const int64_t Wo = (W - 1) * o.stride[1] - 2 * o.padding[1] + o.dilation[1] * (S - 1) + o.output_padding[1] + 1;
+  HG_CHECK(Ho > 0 && Wo > 0, "conv_transpose2d: output size ", Ho, "x", Wo, " is not positive (input ", shape_of(x),
+           ", weight ", shape_of(w), ", stride ", pair_str(o.stride), ", padding ", pair_str(o.padding), ")");
+  check_bias("conv_transpose2d", b, Cout, w);
+
+  // The conv2d whose input gradient this is: input [N, Ho, Wo, Cout], weight w read as
+  // [K = Cin, R, S, Cout / groups], output [N, H, W, Cin].
+  const ConvParams p{o.stride, o.padding, o.dilation, G};
+  Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
+  Tensor y = empty({N, Ho, Wo, Cout}, {x.dtype(), x.device()});
+  run_kernel(conv2d_dgrad_stub, xc, wc, y, p);
+  y = add_bias(y, b);
+  autograd::record("conv_transpose2d", {x, w, b}, y,
+                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(),
+                    xshape = x.shape(), wshape = w.shape(), p, has_bias = b.defined()](const Tensor& g0) {
+    const Tensor g = g0.contiguous();
+    Tensor gx, gw, gb;
+    if (autograd::needs_input_grad(0)) {
+      gx = empty(xshape, {g.dtype(), g.device()});
+      run_kernel(conv2d_forward_stub, g, ws, gx, p);
+    }
+    if (autograd::needs_input_grad(1)) {
+      gw = empty(wshape, {g.dtype(), g.device()});
+      run_kernel(conv2d_wgrad_stub, xs, g, gw, p);
+    }
+    if (has_bias && autograd::needs_input_grad(2)) gb = sum(g, {0, 1, 2});
+    return TensorList{gx, gw, gb};
+  });
+  return y;
+}
+
+}  // namespace hg

@@ -2,6 +2,7 @@
 #include "ops/elementwise.h"
 
 #include "framework/autograd.h"
+#include "framework/precision.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/reduce.h"
 
@@ -92,8 +93,9 @@ Tensor div(const Tensor& a0, const Tensor& b0) {
   return y;
 }
 
-Tensor pow(const Tensor& a0, const Tensor& b0) {
-  auto [a, b] = promote("pow", a0, b0);
+Tensor pow(const Tensor& a1, const Tensor& b1) {
+  const TensorList in = autocast(PrecisionClass::fp32, {a1, b1});
+  auto [a, b] = promote("pow", in[0], in[1]);
   check_floating("pow", a);
   Tensor y = run_binary(BinaryOp::pow, a, b);
   autograd::record("pow", {a, b}, y, [a = a.detach(), b = b.detach(), y = y.detach()](const Tensor& g) {
@@ -146,8 +148,9 @@ Tensor div(const Tensor& a, double s) {
   return y;
 }
 
-Tensor pow(const Tensor& a, double p) {
-  check_floating("pow", a);
+Tensor pow(const Tensor& a0, double p) {
+  check_floating("pow", a0);
+  const Tensor a = autocast(PrecisionClass::fp32, {a0})[0];
   Tensor y = run_unary(UnaryOp::pow_scalar, a, p);
   autograd::record("pow", {a}, y, [a = a.detach(), p](const Tensor& g) {
     return TensorList{g * mul(pow(a, p - 1.0), p)};
@@ -176,15 +179,17 @@ Tensor neg(const Tensor& x) {
   return y;
 }
 
-Tensor exp(const Tensor& x) {
-  check_floating("exp", x);
+Tensor exp(const Tensor& x0) {
+  check_floating("exp", x0);
+  const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   Tensor y = run_unary(UnaryOp::exp, x);
   autograd::record("exp", {x}, y, [y = y.detach()](const Tensor& g) { return TensorList{g * y}; });
   return y;
 }
 
-Tensor log(const Tensor& x) {
-  check_floating("log", x);
+Tensor log(const Tensor& x0) {
+  check_floating("log", x0);
+  const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   Tensor y = run_unary(UnaryOp::log, x);
   autograd::record("log", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g / x}; });
   return y;

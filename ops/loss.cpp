@@ -2,6 +2,9 @@
 // kernels, and each loss's backward next to its forward. All are of the `fp32` class.
 #include "ops/loss.h"
 
+#include <cmath>
+#include <string>
+
 #include "framework/autograd.h"
 #include "framework/precision.h"
 #include "ops/loss_kernels.h"
@@ -137,9 +140,10 @@ Tensor soft_dice(const Tensor& probs0, const Tensor& target, double eps) {
   Tensor stats = empty({3, C}, {accum_dtype(probs.dtype()), dev});
   const int64_t bad = soft_dice_stub(dev, p2, t1, eps, dice, stats);
   if (bad >= 0) throw_bad_label("soft_dice", bad, target, C, "");
-  autograd::record("soft_dice", {probs}, dice, [t1, stats, eps, s2 = p2.shape(), shape = probs.shape()](const Tensor& g) {
-    Tensor gp = empty(s2, {g.dtype(), g.device()});
-    soft_dice_backward_stub(g.device(), g.contiguous(), t1, stats, eps, gp);
+  autograd::record("soft_dice", {probs}, dice, [t1, stats, eps, dt = probs.dtype(), s2 = p2.shape(),
+                                                 shape = probs.shape()](const Tensor& g) {
+    Tensor gp = empty(s2, {dt, t1.device()});
+    soft_dice_backward_stub(t1.device(), g.to(dt).contiguous(), t1, stats, eps, gp);
     return TensorList{gp.view(shape)};
   });
   return dice;

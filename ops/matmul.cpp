@@ -2,6 +2,7 @@
 #include "ops/matmul.h"
 
 #include "framework/autograd.h"
+#include "framework/precision.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/matmul_kernels.h"
@@ -11,8 +12,10 @@ namespace hg {
 
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&)> bmm_stub("bmm");
 
-Tensor matmul(const Tensor& a0, const Tensor& b0) {
-  HG_CHECK(a0.defined() && b0.defined(), "matmul: undefined operand");
+Tensor matmul(const Tensor& a1, const Tensor& b1) {
+  HG_CHECK(a1.defined() && b1.defined(), "matmul: undefined operand");
+  const TensorList in = autocast(PrecisionClass::lower, {a1, b1});
+  const Tensor &a0 = in[0], &b0 = in[1];
   HG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, "matmul: operands must have at least 1 dimension, got ",
            shape_str(a0.shape()), " and ", shape_str(b0.shape()));
   HG_CHECK(a0.device() == b0.device(), "matmul: operands are on different devices (", a0.device(), " and ",
@@ -53,7 +56,10 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   return y;
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0) {
+  // Cast before transposing, so the weight (a leaf) goes through the autocast cache.
+  const TensorList in = autocast(PrecisionClass::lower, {x0, w0, b0});
+  const Tensor &x = in[0], &w = in[1], &bias = in[2];
   HG_CHECK(w.defined() && w.dim() == 2, "linear: weight must be 2-D [out, in], got ",
            w.defined() ? shape_str(w.shape()) : std::string("undefined"));
   HG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input ",

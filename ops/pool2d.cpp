@@ -2,6 +2,8 @@
 // backward side by side. Pooling is `follow`: it runs in the input's dtype.
 #include "ops/pool2d.h"
 
+#include <cstdint>
+
 #include "framework/autograd.h"
 #include "framework/precision.h"
 #include "ops/pool2d_kernels.h"
@@ -45,6 +47,8 @@ TensorOptions like(const Tensor& x, DType dt) { return {dt, x.device()}; }
 Tensor max_pool2d(const Tensor& x0, const Pool2dOptions& o) {
   Tensor x = autocast(PrecisionClass::follow, {x0})[0];
   const Pool2dGeometry g = geometry("max_pool2d", x, o);
+  HG_CHECK(g.H * g.W <= INT32_MAX, "max_pool2d: an image plane of ", g.H, "x", g.W,
+           " elements is too large; the kernels index a plane with 32 bits");
   Tensor y = empty({g.N, g.P, g.Q, g.C}, like(x, x.dtype()));
   // The argmax is only kept when a backward may need it.
   Tensor argmax = autograd::needs_record({&x}) ? empty(y.shape(), like(x, i64)) : Tensor();

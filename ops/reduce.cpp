@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "framework/autograd.h"
+#include "framework/precision.h"
 #include "ops/elementwise.h"
 #include "ops/reduce_kernels.h"
 
@@ -52,7 +53,8 @@ Tensor reduce_raw(ReduceOp op, const Tensor& x, const std::vector<bool>& r, cons
 
 }  // namespace
 
-Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor sum(const Tensor& x0, const std::vector<int64_t>& axes, bool keepdim) {
+  const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   auto r = reduced_axes(x, axes, "sum");
   Tensor k = reduce_raw(ReduceOp::sum, x, r, "sum");
   Tensor y = keepdim ? k : k.detach().view(dropped_shape(x, r));
@@ -62,7 +64,8 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   return y;
 }
 
-Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+Tensor mean(const Tensor& x0, const std::vector<int64_t>& axes, bool keepdim) {
+  const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   auto r = reduced_axes(x, axes, "mean");
   Tensor k = reduce_raw(ReduceOp::mean, x, r, "mean");
   Tensor y = keepdim ? k : k.detach().view(dropped_shape(x, r));

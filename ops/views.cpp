@@ -233,9 +233,9 @@ Tensor Tensor::to(Device d, DType dt) const {
   Tensor y = empty(shape(), {dt, d});
   copy_(y, *this);
   // The Cast node: its backward brings the gradient back to the source dtype and device.
-  autograd::record("Cast", {*this}, y, [sd = dtype(), sdev = device()](const Tensor& g) {
-    return TensorList{g.to(sdev, sd)};
-  });
+  autograd::record(
+      "Cast", {*this}, y, [sd = dtype(), sdev = device()](const Tensor& g) { return TensorList{g.to(sdev, sd)}; },
+      /*saves_tensors=*/false);
   return y;
 }
 

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/autograd.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"
 
@@ -36,7 +37,7 @@ class Module {
     Scope& operator=(const Scope&) = delete;
 
    private:
-    std::string saved_path_;
+    autograd::ModulePathScope path_scope_;
     std::optional<DType> saved_autocast_;
     bool overrode_ = false;
   };

@@ -1,1 +1,254 @@
-// placeholder: being written
+// CPU kernels of batch normalisation on contiguous [M, C] data. Rows are cut into a
+// number of chunks fixed by the shape (so sums do not depend on the thread count), and
+// each chunk is read in L1-sized row blocks, widened to f32 by F16C for f16 data.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "framework/half_convert.h"
+#include "ops/batch_norm_kernels.h"
+#include "ops/cpu/loops.h"
+
+namespace hg::cpu {
+namespace {
+
+template <class T>
+constexpr bool kReduced = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+constexpr int64_t kBlockElems = 4096;   // 16 KiB of f32 per widened stream
+constexpr int64_t kChunkElems = 65536;  // work per chunk of a reduction
+constexpr int64_t kMaxChunks = 16;
+
+int64_t block_rows(int64_t C) { return std::max<int64_t>(1, kBlockElems / std::max<int64_t>(C, 1)); }
+
+// Gives row blocks of T data as S: f32/f64 are read in place, f16/bf16 widened into a buffer.
+template <class T>
+class RowReader {
+  using S = compute_t<T>;
+
+ public:
+  explicit RowReader(int64_t elems) : buf_(kReduced<T> ? static_cast<size_t>(elems) : 0) {}
+  const S* read(const T* src, int64_t n) {
+    if constexpr (std::is_same_v<T, half>) {
+      convert_f16_to_f32(src, buf_.data(), static_cast<size_t>(n));
+      return buf_.data();
+    } else if constexpr (std::is_same_v<T, bfloat16>) {
+      convert_bf16_to_f32(src, buf_.data(), static_cast<size_t>(n));
+      return buf_.data();
+    } else {
+      return src;
+    }
+  }
+
+ private:
+  std::vector<S> buf_;
+};
+
+// Where a row block's results are computed in S: in place for f32/f64, else in a buffer
+// that flush() rounds once into the T destination.
+template <class T>
+class RowWriter {
+  using S = compute_t<T>;
+
+ public:
+  explicit RowWriter(int64_t elems) : buf_(kReduced<T> ? static_cast<size_t>(elems) : 0) {}
+  S* target(T* dst) {
+    if constexpr (kReduced<T>) return buf_.data();
+    else return dst;
+  }
+  void flush(T* dst, int64_t n) {
+    if constexpr (std::is_same_v<T, half>) convert_f32_to_f16(buf_.data(), dst, static_cast<size_t>(n));
+    else if constexpr (std::is_same_v<T, bfloat16>) convert_f32_to_bf16(buf_.data(), dst, static_cast<size_t>(n));
+  }
+
+ private:
+  std::vector<S> buf_;
+};
+
+// Calls f(first_row, rows) over [r0, r1) in blocks of `block` rows.
+template <class F>
+void for_blocks(int64_t r0, int64_t r1, int64_t block, F&& f) {
+  for (int64_t r = r0; r < r1; r += block) f(r, std::min(block, r1 - r));
+}
+
+// out[0, width) = the sum over chunks of body(r0, r1, partial), where body adds its rows'
+// contribution into its own zeroed `partial`. Chunks are added in order: deterministic.
+template <class S, class Body>
+void chunked_sum(int64_t M, int64_t C, int64_t width, S* out, Body&& body) {
+  const int64_t chunks = std::max<int64_t>(1, std::min({M * C / kChunkElems, M, kMaxChunks}));
+  std::vector<S> partial(static_cast<size_t>(chunks * width), S(0));
+  parallel_for(chunks, M * C / chunks, [&](int64_t c0, int64_t c1) {
+    for (int64_t k = c0; k < c1; ++k) body(M * k / chunks, M * (k + 1) / chunks, partial.data() + k * width);
+  });
+  for (int64_t w = 0; w < width; ++w) {
+    S s = 0;
+    for (int64_t k = 0; k < chunks; ++k) s += partial[static_cast<size_t>(k * width + w)];
+    out[w] = s;
+  }
+}
+
+// Sums a row block into a fresh per-block accumulator before adding it to the chunk's
+// partial: f32 error then grows with block + rows/block, not with the row count.
+template <class S, class RowFn>
+void add_block(int64_t n, int64_t width, S* __restrict acc, S* __restrict partial, RowFn&& row) {
+  std::fill(acc, acc + width, S(0));
+  for (int64_t i = 0; i < n; ++i) row(i, acc);
+  for (int64_t w = 0; w < width; ++w) partial[w] += acc[w];
+}
+
+// Two passes (mean, then deviations from it), with the deviations' own sum correcting
+// for the rounding of the mean (the corrected two-pass algorithm).
+template <class T>
+void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
+  using S = compute_t<T>;
+  const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const T* px = x.data<T>();
+  S* mean = mean_t.data<S>();
+  S* var = var_t.data<S>();
+  chunked_sum<S>(M, C, C, mean, [&](int64_t r0, int64_t r1, S* part) {
+    RowReader<T> rd(B * C);
+    std::vector<S> acc(static_cast<size_t>(C));
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* __restrict xs = rd.read(px + r * C, n * C);
+      add_block<S>(n, C, acc.data(), part, [&](int64_t i, S* __restrict a) {
+        for (int64_t c = 0; c < C; ++c) a[c] += xs[i * C + c];
+      });
+    });
+  });
+  for (int64_t c = 0; c < C; ++c) mean[c] /= static_cast<S>(M);
+
+  std::vector<S> dev(static_cast<size_t>(2 * C));
+  chunked_sum<S>(M, C, 2 * C, dev.data(), [&](int64_t r0, int64_t r1, S* part) {
+    RowReader<T> rd(B * C);
+    std::vector<S> acc(static_cast<size_t>(2 * C));
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* __restrict xs = rd.read(px + r * C, n * C);
+      add_block<S>(n, 2 * C, acc.data(), part, [&](int64_t i, S* __restrict a) {
+        for (int64_t c = 0; c < C; ++c) {
+          const S d = xs[i * C + c] - mean[c];
+          a[c] += d;
+          a[C + c] += d * d;
+        }
+      });
+    });
+  });
+  for (int64_t c = 0; c < C; ++c) {
+    const S v = (dev[C + c] - dev[c] * dev[c] / static_cast<S>(M)) / static_cast<S>(M);
+    var[c] = v < S(0) ? S(0) : v;  // rounding can dip below zero for constant channels; NaN stays
+  }
+}
+
+template <class T>
+void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight,
+                   const Tensor& bias, const Tensor& y) {
+  using S = compute_t<T>;
+  const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const S* mean = mean_t.data<S>();
+  std::vector<S> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C), S(0));
+  for (int64_t c = 0; c < C; ++c) {
+    scale[c] = invstd_t.data<S>()[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
+    if (bias.defined()) shift[c] = bias.data<S>()[c];
+  }
+  const T* px = x.data<T>();
+  T* py = y.data<T>();
+  parallel_for(M, C, [&](int64_t r0, int64_t r1) {
+    RowReader<T> rd(B * C);
+    RowWriter<T> wr(B * C);
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* __restrict xs = rd.read(px + r * C, n * C);
+      S* __restrict ys = wr.target(py + r * C);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < C; ++c) ys[i * C + c] = (xs[i * C + c] - mean[c]) * scale[c] + shift[c];
+      wr.flush(py + r * C, n * C);
+    });
+  });
+}
+
+template <class T>
+void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t,
+                    const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy_t,
+                    const Tensor& sum_gy_xhat_t) {
+  using S = compute_t<T>;
+  const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const T* px = x.data<T>();
+  const T* pg = gy.data<T>();
+  const S* mean = mean_t.data<S>();
+  const S* invstd = invstd_t.data<S>();
+  std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
+  chunked_sum<S>(M, C, 2 * C, sums.data(), [&](int64_t r0, int64_t r1, S* part) {
+    RowReader<T> rx(B * C), rg(B * C);
+    std::vector<S> acc(static_cast<size_t>(2 * C));
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* __restrict xs = rx.read(px + r * C, n * C);
+      const S* __restrict gs = rg.read(pg + r * C, n * C);
+      add_block<S>(n, 2 * C, acc.data(), part, [&](int64_t i, S* __restrict a) {
+        for (int64_t c = 0; c < C; ++c) {
+          const S g = gs[i * C + c];
+          a[c] += g;
+          a[C + c] += g * (xs[i * C + c] - mean[c]);
+        }
+      });
+    });
+  });
+  S* sum_gy = sum_gy_t.data<S>();
+  S* sum_gy_xhat = sum_gy_xhat_t.data<S>();
+  for (int64_t c = 0; c < C; ++c) {
+    sum_gy[c] = sums[c];
+    sum_gy_xhat[c] = sums[C + c] * invstd[c];
+  }
+  if (!gx.defined()) return;
+
+  // gx = k1 * gy + k2 * (x - mean) + k3: the training formula with per-channel factors.
+  std::vector<S> k1(static_cast<size_t>(C)), k2(static_cast<size_t>(C), S(0)), k3(static_cast<size_t>(C), S(0));
+  const S inv_m = S(1) / static_cast<S>(M);
+  for (int64_t c = 0; c < C; ++c) {
+    k1[c] = invstd[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
+    if (training) {
+      k2[c] = -k1[c] * invstd[c] * sum_gy_xhat[c] * inv_m;
+      k3[c] = -k1[c] * sum_gy[c] * inv_m;
+    }
+  }
+  T* pgx = gx.data<T>();
+  parallel_for(M, 2 * C, [&](int64_t r0, int64_t r1) {
+    RowReader<T> rx(B * C), rg(B * C);
+    RowWriter<T> wr(B * C);
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* __restrict gs = rg.read(pg + r * C, n * C);
+      S* __restrict out = wr.target(pgx + r * C);
+      if (training) {
+        const S* __restrict xs = rx.read(px + r * C, n * C);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < C; ++c)
+            out[i * C + c] = k1[c] * gs[i * C + c] + k2[c] * (xs[i * C + c] - mean[c]) + k3[c];
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < C; ++c) out[i * C + c] = k1[c] * gs[i * C + c];
+      }
+      wr.flush(pgx + r * C, n * C);
+    });
+  });
+}
+
+void stats_cpu(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { stats_typed<T>(x, mean, var); });
+}
+
+void forward_cpu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
+                 const Tensor& y) {
+  visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { forward_typed<T>(x, mean, invstd, weight, bias, y); });
+}
+
+void backward_cpu(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                  bool training, const Tensor& gx, const Tensor& sum_gy, const Tensor& sum_gy_xhat) {
+  visit_floating(x.dtype(), "batch_norm backward", [&]<typename T>() {
+    backward_typed<T>(gy, x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
+  });
+}
+
+}  // namespace
+
+HG_REGISTER_KERNEL(batch_norm_stats_stub, cpu, stats_cpu);
+HG_REGISTER_KERNEL(batch_norm_forward_stub, cpu, forward_cpu);
+HG_REGISTER_KERNEL(batch_norm_backward_stub, cpu, backward_cpu);
+
+}  // namespace hg::cpu

@@ -1,9 +1,9 @@
 // CPU kernels of max and average pooling on contiguous NHWC tensors. Forward passes
-// run over N*P output rows; backward passes gather, over N*H input rows, the window
-// gradients that reach each input, so threads never write the same element and sums
-// accumulate in f32 (f64 for f64) before one rounding.
+// run over N*P output rows, channels innermost; sums accumulate in f32 (f64 for f64)
+// and round once. Backward passes are split so that no two threads write one element.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ops/cpu/loops.h"
@@ -29,68 +29,78 @@ void max_pool_forward(const Tensor& x, const Tensor& y, const Tensor& argmax, co
   int64_t* ap = argmax.defined() ? argmax.data<int64_t>() : nullptr;
   const int64_t C = g.C;
   parallel_for(g.N * g.P, g.Q * g.R * g.S * C, [&](int64_t r0, int64_t r1) {
+    // 32-bit indices keep the select below as wide as the float compare, so it vectorises.
     std::vector<Cmp> best(static_cast<size_t>(C));
-    std::vector<int64_t> scratch(ap ? 0 : static_cast<size_t>(C));
+    std::vector<int32_t> idx(static_cast<size_t>(C));
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t n = row / g.P, p = row % g.P;
       const Span hs = window_span(p, g.R, g.sh, g.ph, g.H);
       const T* xn = xp + n * g.H * g.W * C;
       for (int64_t q = 0; q < g.Q; ++q) {
         const Span ws = window_span(q, g.S, g.sw, g.pw, g.W);
-        const int64_t out = (row * g.Q + q) * C;
-        int64_t* idx = ap ? ap + out : scratch.data();
         // Every window holds at least one input element (padding <= kernel / 2), which
         // wins when all are -inf.
         std::fill(best.begin(), best.end(), -std::numeric_limits<Cmp>::infinity());
-        std::fill(idx, idx + C, hs.begin * g.W + ws.begin);
+        std::fill(idx.begin(), idx.end(), static_cast<int32_t>(hs.begin * g.W + ws.begin));
         for (int64_t h = hs.begin; h < hs.end; ++h) {
           for (int64_t w = ws.begin; w < ws.end; ++w) {
             const T* v = xn + (h * g.W + w) * C;
-            const int64_t id = h * g.W + w;
+            const auto id = static_cast<int32_t>(h * g.W + w);
             for (int64_t c = 0; c < C; ++c) {
               const Cmp a = load(v[c]);
-              if (a > best[c] || a != a) {  // NaN wins, as in PyTorch
-                best[c] = a;
-                idx[c] = id;
-              }
+              const bool take = a > best[c] || a != a;  // NaN wins, as in PyTorch
+              best[c] = take ? a : best[c];
+              idx[c] = take ? id : idx[c];
             }
           }
         }
-        // The maximum is one of the inputs, so storing it back is exact in every dtype.
-        for (int64_t c = 0; c < C; ++c) yp[out + c] = store<T>(best[c]);
+        // The maximum is copied from the input, not converted back: exact in every dtype.
+        const int64_t out = (row * g.Q + q) * C;
+        for (int64_t c = 0; c < C; ++c) yp[out + c] = xn[idx[c] * C + c];
+        if (ap)
+          for (int64_t c = 0; c < C; ++c) ap[out + c] = idx[c];
       }
     }
   });
 }
 
+// Scatters each gradient to its argmax. Disjoint windows (stride >= kernel) send at most
+// one gradient to an input, which is copied (exact in every dtype) in parallel over
+// output rows; overlapping windows add up per image, in f32 for f16/bf16.
 template <class T>
 void max_pool_backward(const Tensor& gy, const Tensor& argmax, const Tensor& gx, const Pool2dGeometry& g) {
   using A = accum_t<T>;
   const T* gyp = gy.data<T>();
   const int64_t* ap = argmax.data<int64_t>();
   T* gxp = gx.data<T>();
-  const int64_t C = g.C;
-  const int64_t cover = ((g.R + g.sh - 1) / g.sh) * ((g.S + g.sw - 1) / g.sw);
-  parallel_for(g.N * g.H, g.W * C * cover, [&](int64_t r0, int64_t r1) {
-    std::vector<A> acc(static_cast<size_t>(C));
-    for (int64_t row = r0; row < r1; ++row) {
-      const int64_t n = row / g.H, h = row % g.H;
-      const WindowRange pr = windows_covering(h, g.R, g.sh, g.ph, g.P);
-      for (int64_t w = 0; w < g.W; ++w) {
-        const WindowRange qr = windows_covering(w, g.S, g.sw, g.pw, g.Q);
-        const int64_t id = h * g.W + w;
-        std::fill(acc.begin(), acc.end(), A(0));
-        for (int64_t p = pr.lo; p < pr.hi; ++p) {
-          for (int64_t q = qr.lo; q < qr.hi; ++q) {
-            const int64_t o = ((n * g.P + p) * g.Q + q) * C;
-            const T* gv = gyp + o;
-            const int64_t* av = ap + o;
-            for (int64_t c = 0; c < C; ++c) acc[c] += av[c] == id ? A(load(gv[c])) : A(0);
-          }
-        }
-        T* out = gxp + (row * g.W + w) * C;
-        for (int64_t c = 0; c < C; ++c) out[c] = store<T>(acc[c]);
+  const int64_t C = g.C, plane = g.H * g.W * C, out_row = g.Q * C;
+  parallel_for(g.N * g.H, g.W * C, [&](int64_t r0, int64_t r1) {
+    std::fill(gxp + r0 * g.W * C, gxp + r1 * g.W * C, store<T>(A(0)));
+  });
+  if (g.sh >= g.R && g.sw >= g.S) {
+    parallel_for(g.N * g.P, out_row, [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row) {
+        T* gxn = gxp + row / g.P * plane;
+        for (int64_t o = row * out_row; o < (row + 1) * out_row; o += C)
+          for (int64_t c = 0; c < C; ++c) gxn[ap[o + c] * C + c] = gyp[o + c];
       }
+    });
+    return;
+  }
+  parallel_for(g.N, g.P * out_row, [&](int64_t n0, int64_t n1) {
+    std::vector<A> buf(std::is_same_v<T, A> ? 0 : static_cast<size_t>(plane));
+    for (int64_t n = n0; n < n1; ++n) {
+      A* acc = nullptr;
+      if constexpr (std::is_same_v<T, A>) {
+        acc = gxp + n * plane;
+      } else {
+        std::fill(buf.begin(), buf.end(), A(0));
+        acc = buf.data();
+      }
+      for (int64_t o = n * g.P * out_row; o < (n + 1) * g.P * out_row; o += C)
+        for (int64_t c = 0; c < C; ++c) acc[ap[o + c] * C + c] += load(gyp[o + c]);
+      if constexpr (!std::is_same_v<T, A>)
+        for (int64_t i = 0; i < plane; ++i) gxp[n * plane + i] = store<T>(buf[i]);
     }
   });
 }
@@ -126,6 +136,7 @@ void avg_pool_forward(const Tensor& x, const Tensor& y, const Pool2dGeometry& g)
   });
 }
 
+// Gathers, over N*H input rows, the gradients of the windows covering each input.
 template <class T>
 void avg_pool_backward(const Tensor& gy, const Tensor& gx, const Pool2dGeometry& g) {
   using A = accum_t<T>;

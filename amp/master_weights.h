@@ -1,0 +1,35 @@
+// Casting a model to a policy's parameter dtype (BatchNorm kept in f32), and the f32
+// master weights of O2 ("amp-master"): the optimizer steps f32 copies of the model's
+// f16 parameters, so updates smaller than half an f16 ulp are not lost.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/nn/module.h"
+
+namespace hg::amp {
+
+// Converts every floating parameter and buffer of `model` to `dtype` in place, except
+// those of BatchNorm modules when keep_batchnorm_f32 (they stay f32).
+void cast_model(nn::Module& model, DType dtype, bool keep_batchnorm_f32 = true);
+
+class MasterWeights {
+ public:
+  // Takes model.named_parameters(); f16/bf16 ones get an f32 master copy, f32 ones are
+  // their own masters.
+  explicit MasterWeights(std::vector<std::pair<std::string, Tensor>> model_params);
+
+  // What the optimizer is built on: f32 leaves named like the model's parameters.
+  std::vector<std::pair<std::string, Tensor>> params() const;
+  // After backward: master.grad = model.grad widened to f32 (exactly); model grads dropped.
+  void copy_grads_to_master();
+  // After the optimizer step: model = master rounded once to the model's dtype.
+  void copy_master_to_model();
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> model_;
+  std::vector<Tensor> master_;
+};
+
+}  // namespace hg::amp

@@ -1,0 +1,111 @@
+// CPU kernel throughput: GEMM through hg::matmul and the U-Net's 3x3 convolutions
+// (forward, input gradient, weight gradient) in f32 and f16, each next to raw Eigen f32
+// GEMM on the same M x N x K, the ceiling an im2col convolution can reach.
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "halfgrad.h"
+#include "ops/conv2d_kernels.h"
+
+using namespace hg;
+
+namespace {
+
+// Median wall time of f over several runs after warm-up; at least 5 runs and ~0.3 s.
+template <class F>
+double median_seconds(F&& f) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) f();
+  std::vector<double> t;
+  const auto start = clock::now();
+  while (t.size() < 5 || (t.size() < 50 && std::chrono::duration<double>(clock::now() - start).count() < 0.3)) {
+    const auto t0 = clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
+  return t[t.size() / 2];
+}
+
+using RowMatf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Raw Eigen f32 GEMM, C[M, N] = A[M, K] B[K, N], row-major as the conv kernels use it.
+double eigen_gflops(int64_t M, int64_t N, int64_t K) {
+  RowMatf a = RowMatf::Random(M, K), b = RowMatf::Random(K, N), c(M, N);
+  const double s = median_seconds([&] { c.noalias() = a * b; });
+  return 2.0 * M * N * K / s * 1e-9;
+}
+
+struct Row {
+  std::string name, pass, dtype;
+  double ms, gflops, eigen_gflops;
+};
+
+void print_row(const Row& r) {
+  std::printf("%-22s %-6s %-4s %9.3f %9.1f %9.1f %7.2f\n", r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), r.ms,
+              r.gflops, r.eigen_gflops, r.gflops / r.eigen_gflops);
+}
+
+struct Layer {
+  int64_t hw, cin, cout;
+};
+
+}  // namespace
+
+int main() {
+  NoGrad no_grad;
+  std::vector<Row> rows;
+  std::printf("%-22s %-6s %-4s %9s %9s %9s %7s\n", "kernel", "pass", "type", "ms", "GFLOP/s", "Eigen", "ratio");
+
+  for (int64_t n : {512, 1024}) {
+    const double ref = eigen_gflops(n, n, n);
+    for (DType dt : {f32, f16}) {
+      Generator g(1);
+      Tensor a = randn({n, n}, {dt}, &g), b = randn({n, n}, {dt}, &g);
+      const double s = median_seconds([&] { matmul(a, b); });
+      rows.push_back({"matmul " + std::to_string(n) + "^3", "fwd", dtype_name(dt), s * 1e3, 2.0 * n * n * n / s * 1e-9, ref});
+      print_row(rows.back());
+    }
+  }
+
+  // The convolutions of a width-16, depth-4 U-Net on 64x64 images, batch 8 (3x3, padding 1).
+  const int64_t N = 8;
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, 1};
+  for (const Layer& l : {Layer{64, 1, 16}, Layer{64, 16, 16}, Layer{32, 16, 32}, Layer{32, 32, 32}, Layer{16, 32, 64},
+                         Layer{8, 64, 128}, Layer{4, 128, 256}}) {
+    const int64_t M = N * l.hw * l.hw, RSC = 9 * l.cin;
+    const double flops = 2.0 * M * l.cout * RSC;
+    const double ref_fwd = eigen_gflops(M, l.cout, RSC), ref_dgrad = eigen_gflops(M, RSC, l.cout),
+                 ref_wgrad = eigen_gflops(l.cout, RSC, M);
+    const std::string name = std::to_string(l.cin) + "->" + std::to_string(l.cout) + " @" + std::to_string(l.hw) + "^2";
+    for (DType dt : {f32, f16}) {
+      Generator g(2);
+      Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), w = randn({l.cout, 3, 3, l.cin}, {dt}, &g);
+      Tensor y = empty({N, l.hw, l.hw, l.cout}, {dt}), gy = randn(y.shape(), {dt}, &g);
+      Tensor gx = empty_like(x), gw = empty_like(w);
+      const Device cpu = Device::cpu();
+      const double sf = median_seconds([&] { conv2d_forward_stub(cpu, x, w, y, p); });
+      const double sd = median_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, gx, p); });
+      const double sw = median_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
+      for (auto [pass, s, ref] : {std::tuple{"fwd", sf, ref_fwd}, std::tuple{"dgrad", sd, ref_dgrad},
+                                  std::tuple{"wgrad", sw, ref_wgrad}}) {
+        rows.push_back({"conv " + name, pass, dtype_name(dt), s * 1e3, flops / s * 1e-9, ref});
+        print_row(rows.back());
+      }
+    }
+  }
+
+  std::printf("{\"benchmark\": \"cpu_kernels\", \"threads\": %d, \"results\": [", Eigen::nbThreads());
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::printf("%s{\"kernel\": \"%s\", \"pass\": \"%s\", \"dtype\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f, "
+                "\"eigen_gflops\": %.2f}",
+                i ? ", " : "", rows[i].name.c_str(), rows[i].pass.c_str(), rows[i].dtype.c_str(), rows[i].ms,
+                rows[i].gflops, rows[i].eigen_gflops);
+  std::printf("]}\n");
+  return 0;
+}

@@ -1,0 +1,33 @@
+// The kernel interface of the loss scaler, implemented by every backend so that a
+// training step needs no host synchronisation: all state lives in device tensors.
+#pragma once
+#include <vector>
+
+#include "framework/dispatch.h"
+#include "framework/tensor.h"
+
+namespace hg {
+
+// One pass over all gradients: g *= inv_scale in place (in the gradient's dtype's
+// compute precision), counts[i] = number of non-finite elements of grads[i] after
+// scaling (i64 [n]), found_inf = 1 if any count is non-zero (f32 0-d, else left as is).
+extern DispatchStub<void(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Tensor& found_inf,
+                         const Tensor& counts)>
+    unscale_and_check_stub;
+
+struct ScaleUpdateParams {
+  double growth_factor;
+  double backoff_factor;
+  int64_t growth_interval;
+  int64_t hysteresis;
+  double min_scale;  // 0: none
+  double max_scale;  // inf: none
+};
+
+// PyTorch's rule with hysteresis and bounds (see amp/grad_scaler.h); every tensor is
+// 0-d: scale f32, growth_tracker i64, hysteresis_tracker i64, found_inf f32.
+extern DispatchStub<void(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,
+                         const Tensor& found_inf, const ScaleUpdateParams& p)>
+    update_scale_stub;
+
+}  // namespace hg
