@@ -1,5 +1,6 @@
 // The public API of halfgrad in one include.
 #pragma once
+#include "framework/allocator.h"
 #include "framework/autograd.h"
 #include "framework/device.h"
 #include "framework/dtype.h"
@@ -40,3 +41,4 @@
 #include "amp/policy.h"
 #include "amp/grad_scaler.h"
 #include "amp/master_weights.h"
+#include "amp/precision_table.h"

@@ -68,7 +68,8 @@ int main() {
       Generator g(1);
       Tensor a = randn({n, n}, {dt}, &g), b = randn({n, n}, {dt}, &g);
       const double s = median_seconds([&] { matmul(a, b); });
-      rows.push_back({"matmul " + std::to_string(n) + "^3", "fwd", dtype_name(dt), s * 1e3, 2.0 * n * n * n / s * 1e-9, ref});
+      rows.push_back(
+          {"matmul " + std::to_string(n) + "^3", "fwd", dtype_name(dt), s * 1e3, 2.0 * n * n * n / s * 1e-9, ref});
       print_row(rows.back());
     }
   }
@@ -92,8 +93,8 @@ int main() {
       const double sf = median_seconds([&] { conv2d_forward_stub(cpu, x, w, y, p); });
       const double sd = median_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, gx, p); });
       const double sw = median_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
-      for (auto [pass, s, ref] : {std::tuple{"fwd", sf, ref_fwd}, std::tuple{"dgrad", sd, ref_dgrad},
-                                  std::tuple{"wgrad", sw, ref_wgrad}}) {
+      for (auto [pass, s, ref] :
+           {std::tuple{"fwd", sf, ref_fwd}, std::tuple{"dgrad", sd, ref_dgrad}, std::tuple{"wgrad", sw, ref_wgrad}}) {
         rows.push_back({"conv " + name, pass, dtype_name(dt), s * 1e3, flops / s * 1e-9, ref});
         print_row(rows.back());
       }
@@ -102,10 +103,11 @@ int main() {
 
   std::printf("{\"benchmark\": \"cpu_kernels\", \"threads\": %d, \"results\": [", Eigen::nbThreads());
   for (size_t i = 0; i < rows.size(); ++i)
-    std::printf("%s{\"kernel\": \"%s\", \"pass\": \"%s\", \"dtype\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f, "
-                "\"eigen_gflops\": %.2f}",
-                i ? ", " : "", rows[i].name.c_str(), rows[i].pass.c_str(), rows[i].dtype.c_str(), rows[i].ms,
-                rows[i].gflops, rows[i].eigen_gflops);
+    std::printf(
+        "%s{\"kernel\": \"%s\", \"pass\": \"%s\", \"dtype\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f, "
+        "\"eigen_gflops\": %.2f}",
+        i ? ", " : "", rows[i].name.c_str(), rows[i].pass.c_str(), rows[i].dtype.c_str(), rows[i].ms, rows[i].gflops,
+        rows[i].eigen_gflops);
   std::printf("]}\n");
   return 0;
 }

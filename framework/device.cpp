@@ -2,6 +2,7 @@
 #include "framework/device.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <ostream>
@@ -20,9 +21,24 @@ class CpuAllocator : public Allocator {
     void* p = std::aligned_alloc(64, (n + 63) / 64 * 64);
     if (!p)
       throw Error(detail::concat("out of CPU memory: could not allocate ", n, " bytes"));
+    const int64_t now = in_use_.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
+    int64_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+    ++count_;
     return p;
   }
-  void deallocate(void* p, size_t) override { std::free(p); }
+  void deallocate(void* p, size_t n) override {
+    if (p) in_use_.fetch_sub(static_cast<int64_t>(n));
+    std::free(p);
+  }
+  int64_t bytes_in_use() const override { return in_use_.load(); }
+  int64_t peak_bytes() const override { return peak_.load(); }
+  int64_t allocation_count() const override { return count_.load(); }
+  void reset_peak() override { peak_.store(in_use_.load()); }
+
+ private:
+  std::atomic<int64_t> in_use_{0}, peak_{0}, count_{0};
 };
 
 std::array<Allocator* (*)(int), 2>& registry() {
@@ -68,6 +84,13 @@ Allocator* allocator_for(Device d) {
            "configured); use the cpu device");
   return get(d.index);
 }
+
+MemoryStats memory_stats(Device d) {
+  Allocator* a = allocator_for(d);
+  return {a->bytes_in_use(), a->peak_bytes(), a->allocation_count()};
+}
+
+void reset_peak_memory(Device d) { allocator_for(d)->reset_peak(); }
 
 std::shared_ptr<Storage> new_storage(size_t nbytes, Device d) {
   return std::make_shared<Storage>(nbytes, d, allocator_for(d));

@@ -2,6 +2,7 @@
 // provides the allocator; under CUDA that is the caching allocator.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "framework/device.h"
@@ -13,6 +14,10 @@ class Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t nbytes) = 0;
   virtual void deallocate(void* p, size_t nbytes) = 0;
+  virtual int64_t bytes_in_use() const { return 0; }
+  virtual int64_t peak_bytes() const { return 0; }
+  virtual int64_t allocation_count() const { return 0; }
+  virtual void reset_peak() {}
 };
 
 struct Storage {

@@ -13,7 +13,8 @@
 
 namespace hg {
 
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub("conv2d_forward");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub(
+    "conv2d_forward");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub("conv2d_dgrad");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_wgrad_stub("conv2d_wgrad");
 
@@ -27,8 +28,10 @@ std::string pair_str(const std::array<int64_t, 2>& v) { return detail::concat("(
 // Runs a kernel into `out`; an empty operand contributes nothing, so the result is zeros.
 void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor& out, const ConvParams& p) {
   if (out.numel() == 0) return;
-  if (a.numel() == 0 || b.numel() == 0) fill_(out, 0.0);
-  else stub(out.device(), a, b, out, p);
+  if (a.numel() == 0 || b.numel() == 0)
+    fill_(out, 0.0);
+  else
+    stub(out.device(), a, b, out, p);
 }
 
 struct Operands {
@@ -68,13 +71,41 @@ void check_groups(const char* op, const char* what, int64_t channels, int64_t gr
 }
 
 void check_bias(const char* op, const Tensor& b, int64_t channels, const Tensor& w) {
-  HG_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == channels), op, ": bias ", shape_of(b), " must be [",
-           channels, "], one value per output channel of weight ", shape_of(w));
+  HG_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == channels), op, ": bias ", shape_of(b), " must be [", channels,
+           "], one value per output channel of weight ", shape_of(w));
 }
 
-// Adds the bias over the channel axis (one rounding in f16/bf16, as every elementwise op).
-Tensor add_bias(const Tensor& y, const Tensor& b) {
-  return b.defined() ? run_binary(BinaryOp::add, y, b.detach()) : y;
+// Forward, bias and backward of both ops. A transposed conv is conv2d's input gradient, so
+// it swaps kernels: its forward is dgrad, its input gradient is forward, and its weight
+// gradient is wgrad with the input and the output gradient exchanged.
+Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& w, const Tensor& b, const Shape& out,
+                const ConvParams& p) {
+  Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
+  Tensor y = empty(out, {x.dtype(), x.device()});
+  run_kernel(transposed ? conv2d_dgrad_stub : conv2d_forward_stub, xc, wc, y, p);
+  // The bias is added after the output's rounding, as an elementwise add would.
+  if (b.defined()) y = run_binary(BinaryOp::add, y, b.detach());
+  // Each operand is kept only if the other one's gradient needs it.
+  autograd::record(op, {x, w, b}, y,
+                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(), xshape = x.shape(),
+                    wshape = w.shape(), p, transposed, has_bias = b.defined()](const Tensor& g0) {
+                     const Tensor g = g0.contiguous();
+                     Tensor gx, gw, gb;
+                     if (autograd::needs_input_grad(0)) {
+                       gx = empty(xshape, {g.dtype(), g.device()});
+                       run_kernel(transposed ? conv2d_forward_stub : conv2d_dgrad_stub, g, ws, gx, p);
+                     }
+                     if (autograd::needs_input_grad(1)) {
+                       gw = empty(wshape, {g.dtype(), g.device()});
+                       if (transposed)
+                         run_kernel(conv2d_wgrad_stub, xs, g, gw, p);
+                       else
+                         run_kernel(conv2d_wgrad_stub, g, xs, gw, p);
+                     }
+                     if (has_bias && autograd::needs_input_grad(2)) gb = sum(g, {0, 1, 2});
+                     return TensorList{gx, gw, gb};
+                   });
+  return y;
 }
 
 }  // namespace
@@ -90,35 +121,13 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Conv2d
   check_groups("conv2d", "output", K, G, w);
   const int64_t er = o.dilation[0] * (R - 1) + 1, es = o.dilation[1] * (S - 1) + 1;
   const int64_t Hp = H + 2 * o.padding[0], Wp = W + 2 * o.padding[1];
-  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " (", er, "x", es, " with dilation ", pair_str(o.dilation),
-           ") is larger than the padded input ", Hp, "x", Wp, " (input ", shape_of(x), ", padding ",
-           pair_str(o.padding), ")");
+  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " (", er, "x", es, " with dilation ",
+           pair_str(o.dilation), ") is larger than the padded input ", Hp, "x", Wp, " (input ", shape_of(x),
+           ", padding ", pair_str(o.padding), ")");
   const int64_t P = (Hp - er) / o.stride[0] + 1, Q = (Wp - es) / o.stride[1] + 1;
   check_bias("conv2d", b, K, w);
 
-  const ConvParams p{o.stride, o.padding, o.dilation, G};
-  // Saved for backward only where the other operand's gradient needs it.
-  Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
-  Tensor y = empty({N, P, Q, K}, {x.dtype(), x.device()});
-  run_kernel(conv2d_forward_stub, xc, wc, y, p);
-  y = add_bias(y, b);
-  autograd::record("conv2d", {x, w, b}, y,
-                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(),
-                    xshape = x.shape(), wshape = w.shape(), p, has_bias = b.defined()](const Tensor& g0) {
-    const Tensor g = g0.contiguous();
-    Tensor gx, gw, gb;
-    if (autograd::needs_input_grad(0)) {
-      gx = empty(xshape, {g.dtype(), g.device()});
-      run_kernel(conv2d_dgrad_stub, g, ws, gx, p);
-    }
-    if (autograd::needs_input_grad(1)) {
-      gw = empty(wshape, {g.dtype(), g.device()});
-      run_kernel(conv2d_wgrad_stub, g, xs, gw, p);
-    }
-    if (has_bias && autograd::needs_input_grad(2)) gb = sum(g, {0, 1, 2});
-    return TensorList{gx, gw, gb};
-  });
-  return y;
+  return convolve("conv2d", false, x, w, b, {N, P, Q, K}, {o.stride, o.padding, o.dilation, G});
 }
 
 Tensor conv_transpose2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const ConvTranspose2dOptions& o) {
@@ -140,30 +149,9 @@ Tensor conv_transpose2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, co
            ", weight ", shape_of(w), ", stride ", pair_str(o.stride), ", padding ", pair_str(o.padding), ")");
   check_bias("conv_transpose2d", b, Cout, w);
 
-  // The conv2d whose input gradient this is: input [N, Ho, Wo, Cout], weight w read as
-  // [K = Cin, R, S, Cout / groups], output [N, H, W, Cin].
-  const ConvParams p{o.stride, o.padding, o.dilation, G};
-  Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
-  Tensor y = empty({N, Ho, Wo, Cout}, {x.dtype(), x.device()});
-  run_kernel(conv2d_dgrad_stub, xc, wc, y, p);
-  y = add_bias(y, b);
-  autograd::record("conv_transpose2d", {x, w, b}, y,
-                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(),
-                    xshape = x.shape(), wshape = w.shape(), p, has_bias = b.defined()](const Tensor& g0) {
-    const Tensor g = g0.contiguous();
-    Tensor gx, gw, gb;
-    if (autograd::needs_input_grad(0)) {
-      gx = empty(xshape, {g.dtype(), g.device()});
-      run_kernel(conv2d_forward_stub, g, ws, gx, p);
-    }
-    if (autograd::needs_input_grad(1)) {
-      gw = empty(wshape, {g.dtype(), g.device()});
-      run_kernel(conv2d_wgrad_stub, xs, g, gw, p);
-    }
-    if (has_bias && autograd::needs_input_grad(2)) gb = sum(g, {0, 1, 2});
-    return TensorList{gx, gw, gb};
-  });
-  return y;
+  // The conv2d whose input gradient this is: input [N, Ho, Wo, Cout], output [N, H, W, Cin],
+  // and w read as its [K = Cin, R, S, Cout / groups] weight.
+  return convolve("conv_transpose2d", true, x, w, b, {N, Ho, Wo, Cout}, {o.stride, o.padding, o.dilation, G});
 }
 
 }  // namespace hg

@@ -10,21 +10,21 @@
 namespace hg {
 
 // Output index o of a linear resize reads inputs i0 and i1 with weights w0 and w1.
-template <class C>
+template <class F>
 struct LinearTap {
   int64_t i0, i1;
-  C w0, w1;
+  F w0, w1;
 };
 
 // Half-pixel centres (align_corners=false): o maps to (o + 0.5) / scale - 0.5, clamped
-// at 0 below and by repeating the last input above, as PyTorch does. C is the compute type.
-template <class C>
-inline LinearTap<C> linear_tap(int64_t o, int64_t scale, int64_t in_size) {
-  C src = (static_cast<C>(o) + C(0.5)) / static_cast<C>(scale) - C(0.5);
-  if (src < C(0)) src = C(0);
+// at 0 below and by repeating the last input above, as PyTorch does. F is the compute type.
+template <class F>
+inline LinearTap<F> linear_tap(int64_t o, int64_t scale, int64_t in_size) {
+  F src = (static_cast<F>(o) + F(0.5)) / static_cast<F>(scale) - F(0.5);
+  if (src < F(0)) src = F(0);
   const int64_t i0 = static_cast<int64_t>(src);
-  const C w1 = src - static_cast<C>(i0);
-  return {i0, i0 + (i0 < in_size - 1 ? 1 : 0), C(1) - w1, w1};
+  const F w1 = src - static_cast<F>(i0);
+  return {i0, i0 + (i0 < in_size - 1 ? 1 : 0), F(1) - w1, w1};
 }
 
 // x [N, H, W, C] -> y [N, H*scale, W*scale, C]; both contiguous.

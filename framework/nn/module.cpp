@@ -37,21 +37,10 @@ void check_new_name(const char* op, const std::string& name, const std::string& 
   HG_CHECK(!(taken(lists) || ...), op, ": ", owner, " already has a parameter, buffer or child named '", name, "'");
 }
 
-// Replaces the tensor's contents behind its handle, so every copy of the handle (an
-// optimizer's, a user's) sees the new device and dtype. The old gradient and the
-// accumulator node of old graphs would carry the old dtype, so both go.
+// Re-points the tensor behind its handle, so every copy of the handle (an optimizer's,
+// a user's) sees the new device and dtype; the old gradient goes with the old dtype.
 void convert_in_place(const Tensor& t, Device device, DType dtype) {
-  if (t.device() == device && t.dtype() == dtype) return;
-  Tensor c = empty(t.shape(), {dtype, device});
-  copy_(c, t);
-  TensorImpl* impl = t.impl();
-  impl->storage = c.storage();
-  impl->shape = c.shape();
-  impl->strides = c.strides();
-  impl->offset = c.offset();
-  impl->dtype = dtype;
-  impl->grad = Tensor();
-  impl->grad_accumulator.reset();
+  if (t.device() != device || t.dtype() != dtype) t.set_data(t.to(device, dtype));
 }
 
 }  // namespace

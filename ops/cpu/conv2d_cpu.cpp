@@ -46,9 +46,12 @@ void widen(const T* src, C* dst, int64_t n) {
 // The one rounding of a result into the storage type.
 template <class T, class C>
 void narrow(const C* src, T* dst, int64_t n) {
-  if constexpr (is_native<T>) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(C));
-  else if constexpr (std::is_same_v<T, half>) convert_f32_to_f16(src, dst, static_cast<size_t>(n));
-  else convert_f32_to_bf16(src, dst, static_cast<size_t>(n));
+  if constexpr (is_native<T>)
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(C));
+  else if constexpr (std::is_same_v<T, half>)
+    convert_f32_to_f16(src, dst, static_cast<size_t>(n));
+  else
+    convert_f32_to_bf16(src, dst, static_cast<size_t>(n));
 }
 
 // Sizes of one convolution, x [N, H, W, C] -> y [N, P, Q, K], w [K, R, S, Cg].
@@ -58,6 +61,7 @@ struct Geometry {
   // A 1x1 unpadded stride-1 convolution: the input's rows already are the column rows.
   bool pointwise;
   int64_t rows() const { return N * P * Q; }
+  int64_t macs() const { return rows() * Kg * RSCg; }
 };
 
 Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
@@ -67,16 +71,18 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const ConvP
   g.P = y.size(1), g.Q = y.size(2), g.G = p.groups, g.Kg = g.K / g.G, g.RSCg = g.R * g.S * g.Cg;
   g.sh = p.stride[0], g.sw = p.stride[1], g.ph = p.padding[0], g.pw = p.padding[1];
   g.dh = p.dilation[0], g.dw = p.dilation[1];
-  g.pointwise = g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.G == 1 &&
-                g.P == g.H && g.Q == g.W;
+  g.pointwise =
+      g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.G == 1 && g.P == g.H && g.Q == g.W;
   return g;
 }
 
 // Output pixels per tile: a column tile of about kTileBytes.
 int64_t tile_rows(int64_t row_bytes) { return std::max<int64_t>(16, kTileBytes / std::max<int64_t>(row_bytes, 1)); }
 
-// How many contiguous ranges to split `rows` into: one per thread, fewer when rows are few.
-int64_t part_count(int64_t rows, int64_t min_rows) {
+// How many contiguous ranges to split `rows` into: one per thread, fewer when rows are few,
+// and one when the whole convolution (`macs` multiply-adds) is cheaper than waking a thread.
+int64_t part_count(int64_t rows, int64_t min_rows, int64_t macs) {
+  if (macs < (int64_t{1} << 18)) return 1;
   return std::clamp<int64_t>(rows / min_rows, 1, omp_get_max_threads());
 }
 
@@ -99,32 +105,36 @@ void im2col(const Geometry& g, const T* x, int64_t grp, int64_t m0, int64_t m1, 
   const int64_t cg = g.Cg, c0 = grp * cg;
   // With one group and undilated columns a kernel row reads S*C contiguous values.
   const bool runs = g.G == 1 && g.dw == 1;
-  int64_t n = m0 / (g.P * g.Q), p = (m0 / g.Q) % g.P, q = m0 % g.Q;
-  for (int64_t m = m0; m < m1; ++m) {
-    C* dst = col + (m - m0) * g.RSCg;
-    const T* img = x + n * g.H * g.W * g.C + c0;
-    const int64_t w0 = q * g.sw - g.pw;
-    for (int64_t r = 0; r < g.R; ++r, dst += g.S * cg) {
+  // One output row (fixed n, p) at a time, so each kernel row's bounds are checked once.
+  for (int64_t m = m0; m < m1;) {
+    const int64_t n = m / (g.P * g.Q), p = (m / g.Q) % g.P, q0 = m % g.Q;
+    const int64_t q1 = std::min(g.Q, q0 + (m1 - m));
+    C* base = col + (m - m0) * g.RSCg;
+    for (int64_t r = 0; r < g.R; ++r) {
       const int64_t h = p * g.sh - g.ph + r * g.dh;
+      C* dst = base + r * g.S * cg;
       if (h < 0 || h >= g.H) {
-        std::fill_n(dst, g.S * cg, C(0));
+        for (int64_t q = q0; q < q1; ++q) std::fill_n(dst + (q - q0) * g.RSCg, g.S * cg, C(0));
         continue;
       }
-      const T* row = img + h * g.W * g.C;
-      if (runs && w0 >= 0 && w0 + g.S <= g.W) {
-        widen(row + w0 * g.C, dst, g.S * g.C);
-        continue;
-      }
-      for (int64_t s = 0; s < g.S; ++s) {
-        const int64_t w = w0 + s * g.dw;
-        if (w < 0 || w >= g.W) std::fill_n(dst + s * cg, cg, C(0));
-        else widen(row + w * g.C, dst + s * cg, cg);
+      const T* row = x + (n * g.H + h) * g.W * g.C + c0;
+      for (int64_t q = q0; q < q1; ++q) {
+        C* d = dst + (q - q0) * g.RSCg;
+        const int64_t w0 = q * g.sw - g.pw;
+        if (runs && w0 >= 0 && w0 + g.S <= g.W) {
+          widen(row + w0 * g.C, d, g.S * g.C);
+          continue;
+        }
+        for (int64_t s = 0; s < g.S; ++s) {
+          const int64_t w = w0 + s * g.dw;
+          if (w < 0 || w >= g.W)
+            std::fill_n(d + s * cg, cg, C(0));
+          else
+            widen(row + w * g.C, d + s * cg, cg);
+        }
       }
     }
-    if (++q == g.Q) {
-      q = 0;
-      if (++p == g.P) p = 0, ++n;
-    }
+    m += q1 - q0;
   }
 }
 
@@ -189,35 +199,52 @@ const C* gy_rows(const T* gy, int64_t K, int64_t m0, int64_t m1, std::vector<C>&
   }
 }
 
+// Runs f(x) with the input as im2col should read it. Channel runs shorter than 8 are too
+// short for F16C, so a reduced-precision input with few channels per group is widened whole,
+// once, instead (it is R*S times smaller than its columns; bounded so it stays a side buffer).
+template <class T, class F>
+void with_input(const Geometry& g, const Tensor& xt, F&& f) {
+  if constexpr (!is_native<T>) {
+    if (g.Cg < 8 && xt.numel() <= (int64_t{16} << 20)) {
+      std::vector<float> wide(static_cast<size_t>(xt.numel()));
+      widen(xt.data<T>(), wide.data(), xt.numel());
+      f(static_cast<const float*>(wide.data()));
+      return;
+    }
+  }
+  f(xt.data<T>());
+}
+
 template <class T>
 void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& yt, const ConvParams& prm) {
   using C = compute_t<T>;
   const Geometry g = geometry(xt, wt, yt, prm);
-  const T* x = xt.data<T>();
   T* y = yt.data<T>();
   std::vector<C> wbuf;
   const C* wc = weight_matrix<T>(wt, wbuf);
   const int64_t tile = tile_rows(g.RSCg * static_cast<int64_t>(sizeof(C)));
-  for_parts(g.rows(), part_count(g.rows(), kMinRowsPerThread), [&](int64_t, int64_t r0, int64_t r1) {
-    std::vector<C> col, out;
-    for (int64_t m0 = r0; m0 < r1; m0 += tile) {
-      const int64_t m1 = std::min(r1, m0 + tile), rows = m1 - m0;
-      C* o;
-      if constexpr (is_native<T>) {
-        o = y + m0 * g.K;
-      } else {
-        out.resize(static_cast<size_t>(rows * g.K));
-        o = out.data();
+  with_input<T>(g, xt, [&](const auto* x) {
+    for_parts(g.rows(), part_count(g.rows(), kMinRowsPerThread, g.macs()), [&](int64_t, int64_t r0, int64_t r1) {
+      std::vector<C> col, out;
+      for (int64_t m0 = r0; m0 < r1; m0 += tile) {
+        const int64_t m1 = std::min(r1, m0 + tile), rows = m1 - m0;
+        C* o;
+        if constexpr (is_native<T>) {
+          o = y + m0 * g.K;
+        } else {
+          out.resize(static_cast<size_t>(rows * g.K));
+          o = out.data();
+        }
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          const C* a = columns(g, x, grp, m0, m1, col);
+          ConstMatMap<C> A(a, rows, g.RSCg, Eigen::OuterStride<>(g.RSCg));
+          ConstMatMap<C> B(wc + grp * g.Kg * g.RSCg, g.Kg, g.RSCg, Eigen::OuterStride<>(g.RSCg));
+          MatMap<C> O(o + grp * g.Kg, rows, g.Kg, Eigen::OuterStride<>(g.K));
+          O.noalias() = A * B.transpose();
+        }
+        if constexpr (!is_native<T>) narrow(o, y + m0 * g.K, rows * g.K);
       }
-      for (int64_t grp = 0; grp < g.G; ++grp) {
-        const C* a = columns(g, x, grp, m0, m1, col);
-        ConstMatMap<C> A(a, rows, g.RSCg, Eigen::OuterStride<>(g.RSCg));
-        ConstMatMap<C> B(wc + grp * g.Kg * g.RSCg, g.Kg, g.RSCg, Eigen::OuterStride<>(g.RSCg));
-        MatMap<C> O(o + grp * g.Kg, rows, g.Kg, Eigen::OuterStride<>(g.K));
-        O.noalias() = A * B.transpose();
-      }
-      if constexpr (!is_native<T>) narrow(o, y + m0 * g.K, rows * g.K);
-    }
+    });
   });
 }
 
@@ -232,7 +259,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
   const int64_t img_in = g.H * g.W * g.C, img_out = g.P * g.Q;
   const int64_t tile = tile_rows(g.RSCg * static_cast<int64_t>(sizeof(C)));
   // Threads own whole images: col2im of neighbouring output pixels adds into shared input pixels.
-  for_parts(g.N, part_count(g.N, 1), [&](int64_t, int64_t n0, int64_t n1) {
+  for_parts(g.N, part_count(g.N, 1, g.macs()), [&](int64_t, int64_t n0, int64_t n1) {
     std::vector<C> acc_buf, gyc, colg;
     C* acc;
     if constexpr (is_native<T>) {
@@ -268,27 +295,28 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   using C = compute_t<T>;
   const Geometry g = geometry(xt, gwt, gyt, prm);
   const T* gy = gyt.data<T>();
-  const T* x = xt.data<T>();
   const int64_t tile = tile_rows(g.RSCg * static_cast<int64_t>(sizeof(C)));
   const int64_t wsize = g.K * g.RSCg;
   // One partial gradient per range, summed at the end.
-  const int64_t parts = part_count(g.rows(), kMinRowsPerThread);
+  const int64_t parts = part_count(g.rows(), kMinRowsPerThread, g.macs());
   std::vector<std::vector<C>> partial(static_cast<size_t>(parts));
-  for_parts(g.rows(), parts, [&](int64_t part, int64_t r0, int64_t r1) {
-    std::vector<C>& acc = partial[static_cast<size_t>(part)];
-    acc.assign(static_cast<size_t>(wsize), C(0));
-    std::vector<C> gyc, col;
-    for (int64_t m0 = r0; m0 < r1; m0 += tile) {
-      const int64_t m1 = std::min(r1, m0 + tile), rows = m1 - m0;
-      const C* gyp = gy_rows<T>(gy, g.K, m0, m1, gyc);
-      for (int64_t grp = 0; grp < g.G; ++grp) {
-        const C* a = columns(g, x, grp, m0, m1, col);
-        ConstMatMap<C> GY(gyp + grp * g.Kg, rows, g.Kg, Eigen::OuterStride<>(g.K));
-        ConstMatMap<C> A(a, rows, g.RSCg, Eigen::OuterStride<>(g.RSCg));
-        MatMap<C> GW(acc.data() + grp * g.Kg * g.RSCg, g.Kg, g.RSCg, Eigen::OuterStride<>(g.RSCg));
-        GW.noalias() += GY.transpose() * A;
+  with_input<T>(g, xt, [&](const auto* x) {
+    for_parts(g.rows(), parts, [&](int64_t part, int64_t r0, int64_t r1) {
+      std::vector<C>& acc = partial[static_cast<size_t>(part)];
+      acc.assign(static_cast<size_t>(wsize), C(0));
+      std::vector<C> gyc, col;
+      for (int64_t m0 = r0; m0 < r1; m0 += tile) {
+        const int64_t m1 = std::min(r1, m0 + tile), rows = m1 - m0;
+        const C* gyp = gy_rows<T>(gy, g.K, m0, m1, gyc);
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          const C* a = columns(g, x, grp, m0, m1, col);
+          ConstMatMap<C> GY(gyp + grp * g.Kg, rows, g.Kg, Eigen::OuterStride<>(g.K));
+          ConstMatMap<C> A(a, rows, g.RSCg, Eigen::OuterStride<>(g.RSCg));
+          MatMap<C> GW(acc.data() + grp * g.Kg * g.RSCg, g.Kg, g.RSCg, Eigen::OuterStride<>(g.RSCg));
+          GW.noalias() += GY.transpose() * A;
+        }
       }
-    }
+    });
   });
   for (size_t i = 1; i < partial.size(); ++i)
     for (int64_t k = 0; k < wsize; ++k) partial[0][k] += partial[i][k];

@@ -13,10 +13,10 @@
 namespace hg::cpu {
 namespace {
 
-template <class C>
-std::vector<LinearTap<C>> linear_taps(int64_t in_size, int64_t scale) {
-  std::vector<LinearTap<C>> taps(static_cast<size_t>(in_size * scale));
-  for (int64_t o = 0; o < in_size * scale; ++o) taps[o] = linear_tap<C>(o, scale, in_size);
+template <class F>
+std::vector<LinearTap<F>> linear_taps(int64_t in_size, int64_t scale) {
+  std::vector<LinearTap<F>> taps(static_cast<size_t>(in_size * scale));
+  for (int64_t o = 0; o < in_size * scale; ++o) taps[o] = linear_tap<F>(o, scale, in_size);
   return taps;
 }
 
@@ -35,24 +35,24 @@ const A* as_compute(const T* src, int64_t n, std::vector<A>& buf) {
 
 // One axis of the interpolation, transposed: for input index i, the output indices
 // that read it and with what weight (entries begin[i] .. begin[i+1]).
-template <class C>
+template <class F>
 struct Transposed {
   struct Entry {
     int64_t o;
-    C w;
+    F w;
   };
   std::vector<int64_t> begin;
   std::vector<Entry> entries;
 };
 
-template <class C>
-Transposed<C> transposed_axis(int64_t in_size, int64_t scale, UpsampleMode mode) {
-  std::vector<std::vector<typename Transposed<C>::Entry>> per(static_cast<size_t>(in_size));
+template <class F>
+Transposed<F> transposed_axis(int64_t in_size, int64_t scale, UpsampleMode mode) {
+  std::vector<std::vector<typename Transposed<F>::Entry>> per(static_cast<size_t>(in_size));
   if (mode == UpsampleMode::nearest) {
-    for (int64_t o = 0; o < in_size * scale; ++o) per[o / scale].push_back({o, C(1)});
+    for (int64_t o = 0; o < in_size * scale; ++o) per[o / scale].push_back({o, F(1)});
   } else {
     for (int64_t o = 0; o < in_size * scale; ++o) {
-      const LinearTap<C> t = linear_tap<C>(o, scale, in_size);
+      const LinearTap<F> t = linear_tap<F>(o, scale, in_size);
       // At the clamped edge both taps read the same input: its weight is their sum.
       if (t.i0 == t.i1) {
         per[t.i0].push_back({o, t.w0 + t.w1});
@@ -62,7 +62,7 @@ Transposed<C> transposed_axis(int64_t in_size, int64_t scale, UpsampleMode mode)
       }
     }
   }
-  Transposed<C> tr;
+  Transposed<F> tr;
   tr.begin.push_back(0);
   for (auto& list : per) {
     tr.entries.insert(tr.entries.end(), list.begin(), list.end());

@@ -38,7 +38,7 @@ double max_abs(const Tensor& t) {
   return m;
 }
 
-// Sample standard deviation about zero-mean-free estimate, in f64.
+// Sample standard deviation, in f64.
 double stddev(const Tensor& t) {
   auto v = t.to_vector<double>();
   double mean = 0, sq = 0;

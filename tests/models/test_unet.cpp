@@ -92,3 +92,22 @@ TEST_CASE("UNet rejects sizes not divisible by 2^depth and names the nearest val
   CHECK_THROWS_WITH(UNet(1, 2, 4, 0), Catch::Contains("depth must be in [1, 16]"));
   CHECK_THROWS_WITH(UNet(1, 0, 4), Catch::Contains("classes") && Catch::Contains("positive"));
 }
+
+TEST_CASE("UNet converted to bf16 runs in bf16 and its BN counters stay integers", "[unet]") {
+  manual_seed(23);
+  UNet net(3, 2, 4, 2);
+  net.to(bf16);
+  CHECK(net.down[0]->bn1->running_mean.dtype() == bf16);
+  CHECK(net.down[0]->bn1->num_batches_tracked.dtype() == i64);
+  Generator g(24);
+  Tensor x = normal({2, 16, 16, 3}, 0, 1, {bf16}, &g);
+  Tensor logits = net(x);
+  CHECK(logits.dtype() == bf16);
+  CHECK(logits.shape() == Shape{2, 16, 16, 2});
+  sum(logits.to(f32)).backward();
+  for (auto& [name, p] : net.named_parameters()) {
+    INFO(name);
+    REQUIRE(p.grad().defined());
+    CHECK(p.grad().dtype() == bf16);
+  }
+}

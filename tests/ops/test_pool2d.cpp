@@ -147,6 +147,11 @@ TEST_CASE("max_pool2d routes each gradient to its argmax; overlapping windows ac
   CHECK(y.to_vector<double>() == std::vector<double>{9, 9, 9, 9});
   y.backward(from_vector({1, 10, 100, 1000}, {1, 2, 2, 1}, {f64}));
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 0, 1111, 0, 0, 0, 0});
+  // In f16 the four gradients add up in f32: an f16 running sum would stay at 2048 (2049
+  // is not an f16); 2050.5 rounds once to 2050.
+  Tensor xh = x.detach().to(f16).set_requires_grad();
+  max_pool2d(xh, {{2, 2}, {1, 1}, {0, 0}}).backward(from_vector({2048, 1, 1, 0.5}, {1, 2, 2, 1}, {f16}));
+  CHECK(xh.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 0, 2050, 0, 0, 0, 0});
 
   // 2x3 windows at stride 2 share a column: the 7 in it wins in both windows of channel
   // 0, while channel 1 keeps its own argmax.
@@ -191,30 +196,32 @@ TEST_CASE("pool2d gradcheck in f64", "[pool2d][gradcheck]") {
 }
 
 TEST_CASE("pool2d in f16/bf16: max is exact, avg sums in f32 and rounds once", "[pool2d][numerics]") {
-  const Pool2dOptions o{{3, 3}, {2, 2}, {1, 1}};
-  for (DType dt : {f16, bf16}) {
-    // One ulp of the output dtype: the f32 sum and division round once more than the f64 reference.
-    const double tol = dt == f16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-    INFO("dtype " << dtype_name(dt));
-    Tensor x = random({2, 7, 13, 5}, 21, dt).set_requires_grad();
-    const std::vector<double> xv = x.to_vector<double>();  // the rounded inputs, exactly
-    const Geo g = geo_of(x.shape(), o);
-    Tensor gy = random({g.N, g.P, g.Q, g.C}, 22, dt);
-    const std::vector<double> gyv = gy.to_vector<double>();
+  // Overlapping windows (gradients add up in f32) and disjoint ones (each is copied).
+  for (const Pool2dOptions& o : {Pool2dOptions{{3, 3}, {2, 2}, {1, 1}}, Pool2dOptions{{2, 3}, {3, 3}, {1, 0}}}) {
+    for (DType dt : {f16, bf16}) {
+      // One ulp of the output dtype: the f32 sum and division round once more than the f64 reference.
+      const double tol = dt == f16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+      INFO("dtype " << dtype_name(dt) << " kernel " << o.kernel[0] << "x" << o.kernel[1]);
+      Tensor x = random({2, 7, 13, 5}, 21, dt).set_requires_grad();
+      const std::vector<double> xv = x.to_vector<double>();  // the rounded inputs, exactly
+      const Geo g = geo_of(x.shape(), o);
+      Tensor gy = random({g.N, g.P, g.Q, g.C}, 22, dt);
+      const std::vector<double> gyv = gy.to_vector<double>();
 
-    Tensor ym = max_pool2d(x, o);
-    CHECK(ym.dtype() == dt);
-    std::vector<int64_t> arg;
-    CHECK(ym.to_vector<double>() == max_ref(g, xv, arg));
-    ym.backward(gy);
-    CHECK(close(x.grad().to_vector<double>(), max_backward_ref(g, arg, gyv), tol));
+      Tensor ym = max_pool2d(x, o);
+      CHECK(ym.dtype() == dt);
+      std::vector<int64_t> arg;
+      CHECK(ym.to_vector<double>() == max_ref(g, xv, arg));
+      ym.backward(gy);
+      CHECK(close(x.grad().to_vector<double>(), max_backward_ref(g, arg, gyv), tol));
 
-    Tensor xa = x.detach().set_requires_grad();
-    Tensor ya = avg_pool2d(xa, o);
-    CHECK(ya.dtype() == dt);
-    CHECK(close(ya.to_vector<double>(), avg_ref(g, xv), tol));
-    ya.backward(gy);
-    CHECK(close(xa.grad().to_vector<double>(), avg_backward_ref(g, gyv), tol));
+      Tensor xa = x.detach().set_requires_grad();
+      Tensor ya = avg_pool2d(xa, o);
+      CHECK(ya.dtype() == dt);
+      CHECK(close(ya.to_vector<double>(), avg_ref(g, xv), tol));
+      ya.backward(gy);
+      CHECK(close(xa.grad().to_vector<double>(), avg_backward_ref(g, gyv), tol));
+    }
   }
   // 2048 + 8 * 1 over a 3x3 window: an f16 running sum would stay at 2048 (2049 is not an
   // f16), giving 2048/9 -> 227.5; the f32 sum 2056/9 = 228.44 rounds once to 228.5.

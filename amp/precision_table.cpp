@@ -1,0 +1,63 @@
+// The table itself. A row's class is what the op passes to autocast(); keep them equal
+// (tests/amp/test_precision_table.cpp checks every row against the op's behaviour).
+#include "amp/precision_table.h"
+
+#include "framework/error.h"
+
+namespace hg::amp {
+
+const std::vector<OpPrecision>& precision_table() {
+  using P = PrecisionClass;
+  static const std::vector<OpPrecision> t = {
+      {"matmul", P::lower, "tensor-core GEMM: f16 products are exact in f32 and accumulate in f32, so f16 inputs lose little"},
+      {"linear", P::lower, "a matmul plus bias"},
+      {"conv2d", P::lower, "implicit GEMM on tensor cores, f32 accumulation"},
+      {"conv_transpose2d", P::lower, "the input gradient of conv2d, same kernels"},
+      {"softmax", P::fp32, "exp overflows f16 beyond 11.1 and the normalising sum needs range"},
+      {"log_softmax", P::fp32, "log of small probabilities underflows in f16"},
+      {"exp", P::fp32, "exp(x) > 65504 for x > 11.09"},
+      {"log", P::fp32, "inputs below 6e-8 are 0 in f16, giving -inf"},
+      {"pow", P::fp32, "powers overflow and underflow f16 quickly"},
+      {"sum", P::fp32, "a sum of more than 65504 in total overflows f16 (e.g. counting pixels)"},
+      {"mean", P::fp32, "a reduction: f32 result"},
+      {"cross_entropy", P::fp32, "a loss: log-softmax and a reduction over every pixel"},
+      {"bce_with_logits", P::fp32, "a loss"},
+      {"mse_loss", P::fp32, "a loss: squares overflow f16 beyond 256"},
+      {"soft_dice", P::fp32, "a loss: sums of probabilities over the whole batch exceed 65504"},
+      {"batch_norm", P::fp32, "statistics always accumulate in f32 inside the op; output in the input's dtype"},
+      {"add", P::promote, "elementwise: the widest input decides, no information is thrown away"},
+      {"sub", P::promote, "elementwise"},
+      {"mul", P::promote, "elementwise"},
+      {"div", P::promote, "elementwise"},
+      {"where", P::promote, "selects between two inputs"},
+      {"cat", P::promote, "joins tensors: the widest input decides"},
+      {"stack", P::promote, "joins tensors"},
+      {"relu", P::follow, "exact in any dtype"},
+      {"leaky_relu", P::follow, "one multiply, rounded once"},
+      {"sigmoid", P::follow, "bounded output, computed in f32 and rounded once"},
+      {"tanh", P::follow, "bounded output"},
+      {"gelu", P::follow, "computed in f32 and rounded once"},
+      {"max_pool2d", P::follow, "selects values: exact"},
+      {"avg_pool2d", P::follow, "small window mean, accumulated in f32"},
+      {"upsample", P::follow, "copies or interpolates neighbours"},
+      {"dropout", P::follow, "masks and scales"},
+      {"pad", P::follow, "copies"},
+      {"views", P::follow, "reshape, permute, slice, expand: no arithmetic"},
+  };
+  return t;
+}
+
+PrecisionClass precision_class_of(const std::string& op) {
+  for (const OpPrecision& r : precision_table())
+    if (op == r.op) return r.cls;
+  throw Error("precision_class_of: '" + op + "' is not in the precision table");
+}
+
+std::string precision_table_markdown() {
+  std::string s = "| op | class | why |\n|---|---|---|\n";
+  for (const OpPrecision& r : precision_table())
+    s += std::string("| ") + r.op + " | " + precision_class_name(r.cls) + " | " + r.reason + " |\n";
+  return s;
+}
+
+}  // namespace hg::amp

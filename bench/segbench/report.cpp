@@ -1,0 +1,203 @@
+// write_report: builds every report file in memory first, then writes each atomically, so
+// a failure never leaves a half-written file; report.json, metrics.csv and samples.png are
+// made here, report.md and report.html in report_markdown.cpp and report_html.cpp.
+#include "bench/segbench/report.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "bench/segbench/json_writer.h"
+#include "bench/segbench/png.h"
+#include "bench/segbench/report_parts.h"
+#include "framework/error.h"
+
+namespace hg::segbench {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  HG_CHECK(f != nullptr, "write_report: cannot create ", tmp, ": ", std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) {
+    const int err = written ? errno : write_errno;
+    std::remove(tmp.c_str());
+    throw Error(detail::concat("write_report: cannot write ", tmp, ": ", std::strerror(err)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw Error(detail::concat("write_report: cannot rename ", tmp, " to ", path, ": ", std::strerror(err)));
+  }
+}
+
+void timing(JsonWriter& j, std::string_view name, const Timing& t) {
+  j.key(name).begin_object(true).field("median", t.median_ms).field("p90", t.p90_ms).end_object();
+}
+
+void config_json(JsonWriter& j, const Config& c) {
+  j.key("config").begin_object();
+  j.field("precisions", c.precisions).field("device", c.device).field("profile", c.profile);
+  j.field("steps", c.steps).field("batch", c.batch).field("size", c.size).field("width", c.width);
+  j.field("depth", c.depth).field("seed", c.seed).field("lr", c.lr).field("threads", c.threads);
+  j.field("out", c.out).field("compare", c.compare).field("dump", c.dump);
+  j.field("growth_interval", c.growth_interval).field("val_images", c.val_images);
+  j.field("eval_every", c.eval_every).field("eval_subset", c.eval_subset);
+  j.field("monitor_every", c.monitor_every).field("clip", c.clip).field("progress", c.progress);
+  j.end_object();
+}
+
+void run_json(JsonWriter& j, const RunResult& run) {
+  j.begin_object();
+  j.field("precision", run.precision).field("device", run.device).field("description", run.description);
+  j.field("steps_done", run.steps_done).field("stopped_early", run.stopped_early);
+  j.field("stop_reason", run.stop_reason).field("total_seconds", run.total_seconds);
+  j.field("images_per_s", run.images_per_s);
+  j.key("timing_ms").begin_object();
+  timing(j, "step", run.step);
+  timing(j, "forward", run.forward);
+  timing(j, "backward", run.backward);
+  timing(j, "optimizer", run.optimizer);
+  j.end_object();
+  j.field("peak_bytes", run.peak_bytes).field("max_rss_bytes", run.max_rss_bytes);
+  j.field("final_loss", run.final_loss);
+  j.key("val").begin_object();
+  j.field("dice", run.val_dice).field("iou", run.val_iou);
+  j.field("dice_mean_fg", run.val_dice_mean_fg).field("iou_mean_fg", run.val_iou_mean_fg);
+  j.end_object();
+  j.field("steps_to_target", run.steps_to_target);
+
+  const Curves& c = run.curves;
+  j.key("curves").begin_object();
+  j.field("step", c.step).field("seconds", c.seconds).field("loss", c.loss).field("scale", c.scale);
+  j.field("lr", c.lr).field("eval_step", c.eval_step).field("eval_seconds", c.eval_seconds);
+  j.field("eval_dice", c.eval_dice);
+  j.end_object();
+
+  j.field("skipped_steps", run.skipped_steps).field("first_nonfinite_step", run.first_nonfinite_step);
+  j.key("nonfinite_params").begin_array();
+  for (const auto& [step, params] : run.nonfinite_params) {
+    j.begin_object().field("step", step).key("params").begin_array();
+    for (const auto& [name, count] : params)
+      j.begin_object(true).field("name", name).field("count", count).end_object();
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.key("underflow").begin_array();
+  for (const UnderflowSample& s : run.underflow) {
+    j.begin_object().field("step", s.step).key("layers").begin_array();
+    for (const LayerStats& l : s.layers)
+      j.begin_object(true)
+          .field("name", l.name)
+          .field("grad_zero_fraction", l.grad_zero_fraction)
+          .field("grad_underflow_fraction", l.grad_underflow_fraction)
+          .field("grad_subnormal_fraction", l.grad_subnormal_fraction)
+          .field("update_lost_fraction", l.update_lost_fraction)
+          .field("grad_amax", l.grad_amax)
+          .field("grad_norm", l.grad_norm)
+          .end_object();
+    j.end_array().end_object();
+  }
+  j.end_array();
+  j.key("fallback_events").begin_array();
+  for (const FallbackEvent& e : run.fallback_events)
+    j.begin_object(true).field("step", e.step).field("module", e.module).field("reason", e.reason).end_object();
+  j.end_array();
+  j.field("diagnosis", run.diagnosis);
+  j.end_object();
+}
+
+std::string json_report(const Report& r) {
+  JsonWriter j;
+  j.begin_object();
+  config_json(j, r.config);
+  const Machine& m = r.machine;
+  j.key("machine").begin_object();
+  j.field("cpu_model", m.cpu_model).field("threads", m.threads).field("gpu", m.gpu);
+  j.field("compiler", m.compiler).field("build_type", m.build_type);
+  j.end_object();
+  j.field("target_dice", r.target_dice);
+  j.key("runs").begin_array();
+  for (const RunResult& run : r.runs) run_json(j, run);
+  j.end_array();
+  if (!r.compare_text.empty()) j.field("compare_text", r.compare_text);
+  j.end_object();
+  return j.str() + "\n";
+}
+
+// Spreadsheets and pandas read nan/inf; an empty cell means "not measured at this step".
+std::string csv_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+std::string csv_text(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string metrics_csv(const Report& r) {
+  std::string csv = "precision,step,seconds,loss,scale,lr,eval_dice\n";
+  for (const RunResult& run : r.runs) {
+    const Curves& c = run.curves;
+    std::map<int64_t, double> eval;
+    for (size_t i = 0; i < std::min(c.eval_step.size(), c.eval_dice.size()); ++i) eval[c.eval_step[i]] = c.eval_dice[i];
+    auto at = [](const std::vector<double>& v, size_t i) { return i < v.size() ? csv_number(v[i]) : std::string(); };
+    for (size_t i = 0; i < c.step.size(); ++i) {
+      const auto e = eval.find(c.step[i]);
+      csv += csv_text(run.precision) + "," + std::to_string(c.step[i]) + "," + at(c.seconds, i) + "," +
+             at(c.loss, i) + "," + at(c.scale, i) + "," + at(c.lr, i) + "," +
+             (e == eval.end() ? std::string() : csv_number(e->second)) + "\n";
+    }
+  }
+  return csv;
+}
+
+Image8 samples_png(const Report& r, const SampleGrid& g) {
+  std::vector<GridRow> rows(g.rows);
+  for (size_t i = 0; i < g.rows; ++i) {
+    rows[i].image = r.sample_images[i];
+    rows[i].truth = r.sample_truths[i];
+    for (size_t k : g.runs) rows[i].predictions.push_back(r.runs[k].sample_predictions[i]);
+  }
+  return prediction_grid(rows, g.size);
+}
+
+}  // namespace
+
+void write_report(const Report& r, const std::string& dir) {
+  HG_CHECK(!dir.empty(), "write_report: no report folder given");
+  const SampleGrid samples = sample_grid(r);
+  const std::vector<std::pair<std::string, std::string>> files{
+      {"report.json", json_report(r)},
+      {"metrics.csv", metrics_csv(r)},
+      {"report.md", markdown_report(r, samples)},
+      {"report.html", html_report(r, samples)}};
+  Image8 png;
+  if (samples.rows > 0) png = samples_png(r, samples);
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  HG_CHECK(!ec && std::filesystem::is_directory(dir), "write_report: cannot create the report folder ", dir, ": ",
+           ec ? ec.message() : "a file of that name is in the way");
+  const std::filesystem::path base(dir);
+  for (const auto& [name, text] : files) write_file((base / name).string(), text);
+  if (samples.rows > 0) write_png((base / "samples.png").string(), png);
+}
+
+}  // namespace hg::segbench

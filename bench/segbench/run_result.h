@@ -1,0 +1,110 @@
+// What one segbench run (one precision mode) measured, and the benchmark's config: the
+// contract between the trainer (train.cpp) and the report writers (report*.cpp).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hg::segbench {
+
+struct Config {
+  std::vector<std::string> precisions{"fp32", "amp", "amp-master", "bf16", "fp16"};
+  std::string device = "auto";
+  std::string profile = "cpu";
+  int64_t steps = 0, batch = 0, size = 0, width = 0, depth = 4;
+  uint64_t seed = 0;
+  double lr = 1e-3;
+  int threads = 0;              // 0: all cores
+  std::string out;              // report folder
+  std::string compare;          // "" or a precision: FP32-vs-reduced comparison on one batch
+  std::string dump;             // "" or a folder for first-step tensors
+  int64_t growth_interval = 0;  // GradScaler growth interval
+  int64_t val_images = 256;
+  int64_t eval_every = 0;       // validation Dice on a subset every n steps (0: only at the end)
+  int64_t eval_subset = 64;     // images used by the periodic evaluations
+  int64_t monitor_every = 0;    // per-layer gradient statistics every n steps
+  double clip = 1.0;            // gradient clipping max norm (unscaled gradients)
+  bool progress = true;
+};
+
+struct Curves {
+  std::vector<int64_t> step;        // one entry per step
+  std::vector<double> seconds;      // wall time since the run's start, at the end of each step
+  std::vector<double> loss;         // may hold NaN/inf
+  std::vector<double> scale;        // loss scale in effect at each step (1 without scaling)
+  std::vector<double> lr;
+  std::vector<int64_t> eval_step;   // periodic validation
+  std::vector<double> eval_seconds;
+  std::vector<double> eval_dice;    // mean foreground Dice on the eval subset
+};
+
+// Per-layer gradient statistics at one sampled step (layer = parameter name).
+struct LayerStats {
+  std::string name;
+  double grad_zero_fraction = 0;       // exactly zero (flushed in f16 modes)
+  double grad_underflow_fraction = 0;  // 0 < |g| < 2^-24: would flush to zero in f16 (f32-gradient modes)
+  double grad_subnormal_fraction = 0;  // 2^-24 <= |g| < 2^-14: f16 subnormal
+  double update_lost_fraction = 0;     // non-zero proposed update but weight unchanged (rounded away)
+  double grad_amax = 0;
+  double grad_norm = 0;
+};
+
+struct UnderflowSample {
+  int64_t step = 0;
+  std::vector<LayerStats> layers;
+};
+
+struct FallbackEvent {
+  int64_t step = 0;
+  std::string module, reason;
+};
+
+struct Timing {
+  double median_ms = 0, p90_ms = 0;
+};
+
+struct RunResult {
+  std::string precision, device, description;
+  int64_t steps_done = 0;
+  bool stopped_early = false;    // a non-finite loss without loss scaling stops the run
+  std::string stop_reason;
+  double total_seconds = 0, images_per_s = 0;
+  Timing step, forward, backward, optimizer;
+  int64_t peak_bytes = 0;        // allocator peak (tensor memory)
+  int64_t max_rss_bytes = 0;
+  double final_loss = 0;         // mean of the last 10 finite losses (NaN if none)
+  std::vector<double> val_dice, val_iou;  // per class (index 0 = background)
+  double val_dice_mean_fg = 0, val_iou_mean_fg = 0;
+  std::optional<int64_t> steps_to_target;  // first eval step reaching the target Dice
+  Curves curves;
+  std::vector<int64_t> skipped_steps;
+  std::optional<int64_t> first_nonfinite_step;
+  std::vector<std::pair<int64_t, std::vector<std::pair<std::string, int64_t>>>> nonfinite_params;  // step -> (param, count)
+  std::vector<UnderflowSample> underflow;
+  std::vector<FallbackEvent> fallback_events;
+  std::string diagnosis;         // one paragraph: what went wrong in this mode and why ("" if nothing)
+  // Sample predictions on the first validation images: argmax labels, size*size each.
+  std::vector<std::vector<int64_t>> sample_predictions;
+};
+
+struct Machine {
+  std::string cpu_model;
+  int threads = 0;
+  std::string gpu;  // "" when none
+  std::string compiler, build_type;
+};
+
+struct Report {
+  Config config;
+  Machine machine;
+  double target_dice = 0.85;
+  std::vector<RunResult> runs;
+  // First validation images (f32 size*size) and truths, for the sample-prediction PNG.
+  std::vector<std::vector<float>> sample_images;
+  std::vector<std::vector<int64_t>> sample_truths;
+  std::string compare_text;  // the --compare table, when asked
+};
+
+}  // namespace hg::segbench

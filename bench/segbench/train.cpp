@@ -1,0 +1,275 @@
+// The training loop of one run: the precision recipe (autocast, parameter dtype, master
+// weights, loss scaling), Adam with cosine decay and clipping of unscaled gradients,
+// timings per phase, per-layer gradient statistics at sampled steps, and validation.
+#include "bench/segbench/train.h"
+
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <memory>
+
+#include "amp/autocast.h"
+#include "amp/grad_scaler.h"
+#include "amp/master_weights.h"
+#include "amp/policy.h"
+#include "bench/segbench/evaluate.h"
+#include "framework/allocator.h"
+#include "framework/optim/adam.h"
+#include "framework/optim/clip_grad.h"
+#include "framework/optim/lr_scheduler.h"
+#include "framework/serialize/safetensors.h"
+#include "models/unet.h"
+#include "framework/generator.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+
+namespace hg::segbench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+Timing timing_of(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
+  return {at(0.5), at(0.9)};
+}
+
+// Gradient statistics of every optimizer parameter (after unscaling).
+std::vector<LayerStats> gradient_stats(const std::vector<std::pair<std::string, Tensor>>& params) {
+  std::vector<LayerStats> out;
+  for (auto& [name, p] : params) {
+    if (!p.grad().defined()) continue;
+    LayerStats s;
+    s.name = name;
+    std::vector<double> g = p.grad().to_vector<double>();
+    double sq = 0;
+    int64_t zero = 0, under = 0, sub = 0;
+    for (double v : g) {
+      const double a = std::abs(v);
+      if (a == 0) ++zero;
+      else if (a < 0x1p-24) ++under;
+      else if (a < 0x1p-14) ++sub;
+      s.grad_amax = std::max(s.grad_amax, a);
+      sq += v * v;
+    }
+    const double n = static_cast<double>(std::max<size_t>(g.size(), 1));
+    s.grad_zero_fraction = static_cast<double>(zero) / n;
+    s.grad_underflow_fraction = static_cast<double>(under) / n;
+    s.grad_subnormal_fraction = static_cast<double>(sub) / n;
+    s.grad_norm = std::sqrt(sq);
+    out.push_back(s);
+  }
+  return out;
+}
+
+int64_t max_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+}
+
+void dump_first_step(const Config& cfg, const std::string& precision, const StateDict& before, const Batch& batch,
+                     const Tensor& logits, const Tensor& loss, const std::vector<std::pair<std::string, Tensor>>& params) {
+  StateDict sd = before;
+  sd["input"] = batch.image;
+  sd["target"] = batch.label;
+  sd["logits"] = logits.detach().to(f32);
+  sd["loss"] = loss.detach().to(f32);
+  for (auto& [name, p] : params)
+    if (p.grad().defined()) sd["grad." + name] = p.grad().to(f32);
+  save_safetensors(cfg.dump + "/" + precision + ".safetensors", sd, {{"precision", precision}});
+}
+
+}  // namespace
+
+Tensor segmentation_loss(const Tensor& logits, const Tensor& target) {
+  Tensor ce = cross_entropy(logits, target);
+  Tensor dice = soft_dice(softmax(logits, -1), target);
+  Tensor fg = mean(dice.narrow(0, 1, dice.size(0) - 1));
+  return ce + rsub(fg, 1.0);
+}
+
+ValidationSet make_validation_set(const Config& cfg) {
+  ValidationSet v;
+  for (int64_t i = 0; i < cfg.val_images; i += 16) {
+    const int64_t n = std::min<int64_t>(16, cfg.val_images - i);
+    v.batches.push_back(make_batch(cfg.seed, 1, static_cast<uint64_t>(i), n, cfg.size));
+  }
+  v.images = cfg.val_images;
+  return v;
+}
+
+RunResult train_run(const Config& cfg, const std::string& precision, Device device, const ValidationSet& val,
+                    const ProgressFn& progress) {
+  const amp::Recipe rc = amp::recipe(precision);
+  RunResult r;
+  r.precision = precision;
+  r.device = device.str();
+  r.description = rc.description;
+
+  manual_seed(cfg.seed);  // identical initial weights in every run
+  UNet model(1, kNumClasses, cfg.width, cfg.depth);
+  model.to(device);
+  if (rc.policy.params != f32) amp::cast_model(model, rc.policy.params, rc.policy.keep_batchnorm_f32);
+  std::unique_ptr<amp::MasterWeights> mw;
+  if (rc.master_weights) mw = std::make_unique<amp::MasterWeights>(model.named_parameters());
+  const auto opt_params = mw ? mw->params() : model.named_parameters();
+  optim::Adam opt(opt_params, optim::AdamOptions{.lr = cfg.lr});
+  optim::CosineAnnealingLR sched(opt, cfg.steps);
+  amp::GradScalerOptions so;
+  so.enabled = rc.loss_scaling;
+  so.growth_interval = cfg.growth_interval;
+  amp::GradScaler scaler(so, device);
+  const DType input_dtype = rc.policy.params == f32 ? f32 : rc.policy.params;
+
+  std::vector<double> t_step, t_fwd, t_bwd, t_opt;
+  reset_peak_memory(device);
+  auto fetch = [&](int64_t step) {
+    omp_set_num_threads(1);  // the training loop owns the cores; this thread only prepares data
+    return make_batch(cfg.seed, 0, static_cast<uint64_t>(step * cfg.batch), cfg.batch, cfg.size);
+  };
+  std::future<Batch> next = std::async(std::launch::async, fetch, 0);
+  const auto start = Clock::now();
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    Batch batch = next.get();
+    if (step + 1 < cfg.steps) next = std::async(std::launch::async, fetch, step + 1);
+    const bool sampled = cfg.monitor_every > 0 && (step % cfg.monitor_every == 0 || step == cfg.steps - 1);
+    StateDict before;
+    if (step == 0 && !cfg.dump.empty()) {
+      NoGrad ng;
+      for (auto& [k, v] : model.state_dict()) before[k] = v.to(f32).clone();
+    }
+    const auto t0 = Clock::now();
+    Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
+    Tensor logits, loss;
+    {
+      std::optional<amp::Autocast> ac;
+      if (rc.autocast) ac.emplace(*rc.autocast);
+      logits = model(x);
+      if (rc.policy.output != logits.dtype()) logits = logits.to(rc.policy.output);
+      loss = segmentation_loss(logits, y);
+    }
+    const double loss_value = loss.item<double>();
+    const double f_ms = ms_since(t0);
+    const auto t1 = Clock::now();
+    const double scale_now = scaler.get_scale();
+    scaler.scale(loss).backward();
+    if (mw) mw->copy_grads_to_master();
+    const double b_ms = ms_since(t1);
+    const auto t2 = Clock::now();
+    scaler.unscale_(opt);
+    if (step == 0 && !cfg.dump.empty()) dump_first_step(cfg, precision, before, batch, logits, loss, opt_params);
+    std::vector<Tensor> plist;
+    for (auto& [n, p] : opt_params) plist.push_back(p);
+    optim::clip_grad_norm_(plist, cfg.clip);
+    UnderflowSample us;
+    std::vector<std::vector<double>> w_before;
+    if (sampled) {
+      us.step = step;
+      us.layers = gradient_stats(opt_params);
+      for (auto& [n, p] : opt_params) w_before.push_back(p.to_vector<double>());
+    }
+    amp::StepResult res = scaler.step(opt);
+    scaler.update();
+    if (mw) mw->copy_master_to_model();
+    sched.step();
+    opt.zero_grad();
+    model.zero_grad();
+    const double o_ms = ms_since(t2);
+    if (sampled) {
+      // Weight elements whose update was non-zero in exact arithmetic but rounded away.
+      size_t li = 0, pi = 0;
+      for (auto& [n, p] : opt_params) {
+        const auto& wb = w_before[pi++];
+        if (li < us.layers.size() && us.layers[li].name == n) {
+          std::vector<double> wa = p.to_vector<double>();
+          int64_t lost = 0, moved_or_lost = 0;
+          const bool finite_step = !res.skipped();
+          for (size_t k = 0; k < wa.size() && finite_step; ++k) {
+            ++moved_or_lost;
+            if (wa[k] == wb[k]) ++lost;
+          }
+          us.layers[li].update_lost_fraction = moved_or_lost ? static_cast<double>(lost) / static_cast<double>(moved_or_lost) : 0.0;
+          ++li;
+        }
+      }
+      r.underflow.push_back(std::move(us));
+    }
+    if (step >= 2) {  // the first steps pay one-time costs
+      t_step.push_back(f_ms + b_ms + o_ms);
+      t_fwd.push_back(f_ms);
+      t_bwd.push_back(b_ms);
+      t_opt.push_back(o_ms);
+    }
+    const bool skipped = res.skipped();
+    if (skipped) {
+      r.skipped_steps.push_back(step);
+      auto bad = res.nonfinite();
+      if (!bad.empty() && r.nonfinite_params.size() < 20) r.nonfinite_params.emplace_back(step, bad);
+    }
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    r.curves.step.push_back(step);
+    r.curves.seconds.push_back(secs);
+    r.curves.loss.push_back(loss_value);
+    r.curves.scale.push_back(scale_now);
+    r.curves.lr.push_back(opt.param_groups()[0].lr.value_or(cfg.lr));
+    r.steps_done = step + 1;
+    if (!std::isfinite(loss_value) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
+
+    double dice = NAN;
+    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && step + 1 < cfg.steps) {
+      Metrics m = evaluate(model, val.batches, cfg.eval_subset, input_dtype, rc.autocast);
+      dice = m.dice_mean_fg;
+      r.curves.eval_step.push_back(step + 1);
+      r.curves.eval_seconds.push_back(secs);
+      r.curves.eval_dice.push_back(dice);
+    }
+    if (progress) progress(step, cfg.steps, loss_value, dice, scale_now, (step + 1) * cfg.batch / std::max(secs, 1e-9));
+    if (!std::isfinite(loss_value) && !rc.loss_scaling) {
+      // Without a scaler nothing skips the bad step: stop before NaN weights spread.
+      r.stopped_early = true;
+      r.stop_reason = "non-finite loss (" + std::to_string(loss_value) + ") at step " + std::to_string(step) +
+                      " with no loss scaler to skip it; training stopped";
+      break;
+    }
+  }
+  if (next.valid()) next.wait();
+  r.total_seconds = r.curves.seconds.empty() ? 0 : r.curves.seconds.back();
+  r.images_per_s = r.total_seconds > 0 ? static_cast<double>(r.steps_done * cfg.batch) / r.total_seconds : 0;
+  r.step = timing_of(t_step);
+  r.forward = timing_of(t_fwd);
+  r.backward = timing_of(t_bwd);
+  r.optimizer = timing_of(t_opt);
+  r.peak_bytes = memory_stats(device).peak;
+  r.max_rss_bytes = max_rss_bytes();
+
+  std::vector<double> finite;
+  for (double l : r.curves.loss)
+    if (std::isfinite(l)) finite.push_back(l);
+  double fl = 0;
+  const size_t k = std::min<size_t>(10, finite.size());
+  for (size_t i = finite.size() - k; i < finite.size(); ++i) fl += finite[i];
+  r.final_loss = k ? fl / static_cast<double>(k) : NAN;
+
+  Metrics m = evaluate(model, val.batches, val.images, input_dtype, rc.autocast, 4);
+  r.val_dice = m.dice;
+  r.val_iou = m.iou;
+  r.val_dice_mean_fg = m.dice_mean_fg;
+  r.val_iou_mean_fg = m.iou_mean_fg;
+  r.sample_predictions = m.predictions;
+  r.curves.eval_step.push_back(r.steps_done);
+  r.curves.eval_seconds.push_back(r.total_seconds);
+  r.curves.eval_dice.push_back(m.dice_mean_fg);
+  return r;
+}
+
+}  // namespace hg::segbench

@@ -1,0 +1,370 @@
+// segbench's report writers on a synthetic three-run report (a NaN that stops fp16, skipped
+// steps under loss scaling, underflow samples): every file is written and well formed, and
+// the JSON writer and SVG plots handle escaping, NaN and log2 axes.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bench/segbench/json_writer.h"
+#include "bench/segbench/report.h"
+#include "bench/segbench/svg_plot.h"
+#include "framework/error.h"
+
+using namespace hg::segbench;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A strict JSON validator (RFC 8259 grammar; no NaN, no trailing commas).
+struct JsonChecker {
+  const std::string& s;
+  size_t i = 0;
+  void ws() {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+  }
+  bool lit(const char* word) {
+    const size_t n = std::strlen(word);
+    if (s.compare(i, n, word) != 0) return false;
+    i += n;
+    return true;
+  }
+  bool digits() {
+    const size_t start = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i > start;
+  }
+  bool string() {
+    if (!lit("\"")) return false;
+    while (i < s.size() && s[i] != '"') {
+      if (static_cast<unsigned char>(s[i]) < 0x20) return false;
+      if (s[i++] != '\\') continue;
+      if (i >= s.size()) return false;
+      const char e = s[i++];
+      if (e == 'u') {
+        for (int k = 0; k < 4; ++k, ++i)
+          if (i >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+      } else if (std::string("\"\\/bfnrt").find(e) == std::string::npos) {
+        return false;
+      }
+    }
+    return lit("\"");
+  }
+  bool number() {
+    lit("-");
+    if (!lit("0") && !digits()) return false;
+    if (lit(".") && !digits()) return false;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+      ++i;
+      if (!lit("+")) lit("-");
+      if (!digits()) return false;
+    }
+    return true;
+  }
+  bool value() {
+    ws();
+    if (i >= s.size()) return false;
+    bool ok;
+    if (lit("{")) {
+      ws();
+      ok = lit("}");
+      while (!ok) {
+        ws();
+        if (!string()) return false;
+        ws();
+        if (!lit(":") || !value()) return false;
+        ws();
+        if (lit("}")) ok = true;
+        else if (!lit(",")) return false;
+      }
+    } else if (lit("[")) {
+      ws();
+      ok = lit("]");
+      while (!ok) {
+        if (!value()) return false;
+        ws();
+        if (lit("]")) ok = true;
+        else if (!lit(",")) return false;
+      }
+    } else {
+      ok = s[i] == '"' ? string() : lit("true") || lit("false") || lit("null") || number();
+    }
+    ws();
+    return ok;
+  }
+  bool document() { return value() && i == s.size(); }
+};
+
+bool valid_json(const std::string& text) { return JsonChecker{text}.document(); }
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+std::vector<LayerStats> layers(double zero_scale) {
+  std::vector<LayerStats> out;
+  for (int k = 0; k < 12; ++k) {
+    LayerStats l;
+    l.name = "enc" + std::to_string(k / 2) + (k % 2 ? ".bias" : ".conv.weight");
+    l.grad_zero_fraction = zero_scale * k / 24.0;
+    l.grad_underflow_fraction = 0.01 * k;
+    l.grad_subnormal_fraction = 0.02;
+    l.update_lost_fraction = zero_scale * 0.1;
+    l.grad_amax = 0.5 / (k + 1);
+    l.grad_norm = 1.0 / (k + 1);
+    out.push_back(l);
+  }
+  return out;
+}
+
+RunResult make_run(const std::string& precision, int64_t steps, bool scaled) {
+  RunResult r;
+  r.precision = precision;
+  r.device = "cpu";
+  r.description = precision + " run";
+  r.steps_done = steps;
+  r.total_seconds = 0.05 * static_cast<double>(steps);
+  r.images_per_s = precision == "fp32" ? 80 : 95;
+  r.step = {12.5, 14.0};
+  r.forward = {4, 5};
+  r.backward = {7, 8};
+  r.optimizer = {1.5, 1.9};
+  r.peak_bytes = 48 << 20;
+  r.max_rss_bytes = 300 << 20;
+  r.final_loss = 0.4;
+  r.val_dice = {0.98, 0.9, 0.8, 0.6};
+  r.val_iou = {0.96, 0.82, 0.67, 0.43};
+  r.val_dice_mean_fg = 0.7667;
+  r.val_iou_mean_fg = 0.64;
+  for (int64_t s = 0; s < steps; ++s) {
+    r.curves.step.push_back(s);
+    r.curves.seconds.push_back(0.05 * static_cast<double>(s + 1));
+    r.curves.loss.push_back(2.0 * std::exp(-0.03 * static_cast<double>(s)));
+    r.curves.scale.push_back(scaled ? std::ldexp(1.0, 16 - static_cast<int>(std::min<int64_t>(s, 3))) : 1.0);
+    r.curves.lr.push_back(1e-3);
+    if (s % 20 == 19) {
+      r.curves.eval_step.push_back(s);
+      r.curves.eval_seconds.push_back(0.05 * static_cast<double>(s + 1));
+      r.curves.eval_dice.push_back(0.3 + 0.01 * static_cast<double>(s));
+    }
+  }
+  r.underflow = {{10, layers(scaled ? 0.2 : 0.1)}, {steps - 1, layers(scaled ? 0.3 : 0.1)}};
+  r.sample_predictions.assign(3, std::vector<int64_t>(16 * 16, 1));
+  return r;
+}
+
+Report make_report() {
+  Report rep;
+  rep.config.precisions = {"fp32", "amp", "fp16"};
+  rep.config.device = "cpu";
+  rep.config.steps = 60;
+  rep.config.batch = 4;
+  rep.config.size = 16;
+  rep.config.width = 8;
+  rep.config.eval_every = 20;
+  rep.config.compare = "amp";
+  rep.machine = {"Test CPU \"quoted\"", 2, "", "g++ 12", "release"};
+  rep.runs.push_back(make_run("fp32", 60, false));
+  RunResult amp = make_run("amp", 60, true);
+  amp.skipped_steps = {0, 1, 2};
+  amp.steps_to_target = 40;
+  amp.fallback_events.push_back({5, "dec1.conv", "overflow in f16 \u2192 ran in f32"});
+  rep.runs.push_back(amp);
+  RunResult fp16 = make_run("fp16", 26, false);
+  fp16.curves.loss.back() = NAN;
+  fp16.curves.loss[24] = INFINITY;
+  fp16.stopped_early = true;
+  fp16.stop_reason = "non-finite loss without loss scaling";
+  fp16.first_nonfinite_step = 24;
+  fp16.final_loss = NAN;
+  fp16.val_dice_mean_fg = NAN;
+  fp16.nonfinite_params = {{25, {{"enc0.conv.weight", 72}}}};
+  fp16.diagnosis = "Gradients flushed to zero in f16.\nAdam's eps (1e-8) is 0 in f16.";
+  rep.runs.push_back(fp16);
+  for (int k = 0; k < 3; ++k) {
+    rep.sample_images.emplace_back(16 * 16, 0.25f * static_cast<float>(k));
+    rep.sample_truths.emplace_back(16 * 16, k);
+  }
+  rep.compare_text = "layer | max rel err\n``` not a fence end\nlogits | 3e-3";
+  return rep;
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("hg_test_report_" + std::to_string(getpid()));
+  TempDir() { fs::remove_all(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("report: every file is written and well formed", "[report]") {
+  TempDir tmp;
+  const Report rep = make_report();
+  write_report(rep, (tmp.path / "out").string());
+  const fs::path dir = tmp.path / "out";
+  for (const char* f : {"report.json", "metrics.csv", "report.md", "report.html", "samples.png"}) {
+    INFO(f);
+    REQUIRE(fs::exists(dir / f));
+    CHECK(fs::file_size(dir / f) > 0);
+  }
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 5);  // no temporaries left
+
+  const std::string json = read(dir / "report.json");
+  CHECK(valid_json(json));
+  for (const char* p : {"fp32", "amp", "fp16"}) CHECK(count(json, std::string("\"precision\": \"") + p + "\"") == 1);
+  CHECK(count(json, "\"first_nonfinite_step\": null") == 2);
+  CHECK(json.find("\"first_nonfinite_step\": 24") != std::string::npos);
+  CHECK(json.find("\"final_loss\": null") != std::string::npos);
+  CHECK(json.find("null, null]") != std::string::npos);  // fp16's last two losses: inf, NaN
+  CHECK(json.find("\"steps_to_target\": 40") != std::string::npos);
+  CHECK(json.find("\"skipped_steps\": [0, 1, 2]") != std::string::npos);
+  CHECK(json.find("Test CPU \\\"quoted\\\"") != std::string::npos);
+  CHECK(json.find("sample_predictions") == std::string::npos);
+
+  const std::string csv = read(dir / "metrics.csv");
+  CHECK(csv.rfind("precision,step,seconds,loss,scale,lr,eval_dice\n", 0) == 0);
+  CHECK(count(csv, "\n") == 1 + 60 + 60 + 26);
+  std::istringstream lines(csv);
+  std::string line;
+  int evaluations = 0;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    CHECK(count(line, ",") == 6);
+    evaluations += line.back() != ',';
+  }
+  CHECK(evaluations == 3 + 3 + 1);
+  CHECK(csv.find("\nfp16,25,") != std::string::npos);
+  CHECK(csv.find(",nan,1,0.001,\n") != std::string::npos);
+  CHECK(csv.find(",inf,1,0.001,\n") != std::string::npos);
+  CHECK(csv.find("\namp,1,0.1,") != std::string::npos);
+
+  const std::string md = read(dir / "report.md");
+  for (const char* p : {"| fp32 |", "| amp |", "| fp16 |"}) CHECK(count(md, p) == 1);
+  CHECK(md.find("emulated") != std::string::npos);
+  CHECK(md.find("| 24 (run stopped) |") != std::string::npos);
+  CHECK(md.find(rep.compare_text) != std::string::npos);
+  CHECK(md.find("## Gradient underflow: amp at step 59") != std::string::npos);
+  CHECK(md.find("overflow in f16") != std::string::npos);
+  CHECK(summary_table(rep).find("| amp |") != std::string::npos);
+
+  const std::string html = read(dir / "report.html");
+  CHECK(count(html, "<svg") == 6);  // loss x2, Dice x2, loss scale, per-layer underflow
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("src=\"http") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find("src=\"samples.png\"") != std::string::npos);
+  CHECK(html.find("emulated") != std::string::npos);
+  CHECK(html.find("Adam&#39;s eps") != std::string::npos);
+  CHECK(html.find("nan") == std::string::npos);
+  CHECK(count(html, "<html") == 1);
+  CHECK(count(html, "</html>") == 1);
+}
+
+TEST_CASE("report: a GPU run has no CPU note, no samples no PNG", "[report]") {
+  TempDir tmp;
+  Report rep = make_report();
+  for (RunResult& r : rep.runs) {
+    r.device = "cuda";
+    r.sample_predictions.clear();
+  }
+  write_report(rep, tmp.path.string());
+  CHECK_FALSE(fs::exists(tmp.path / "samples.png"));
+  CHECK(read(tmp.path / "report.md").find("emulated") == std::string::npos);
+  const std::string html = read(tmp.path / "report.html");
+  CHECK(html.find("emulated") == std::string::npos);
+  CHECK(html.find("samples.png") == std::string::npos);
+  CHECK(summary_table(rep).find("emulated") == std::string::npos);
+}
+
+TEST_CASE("report: a report without runs or samples is still complete", "[report]") {
+  TempDir tmp;
+  Report rep;
+  rep.config.device = "cpu";
+  write_report(rep, tmp.path.string());
+  for (const char* f : {"report.json", "metrics.csv", "report.md", "report.html"})
+    CHECK(fs::file_size(tmp.path / f) > 0);
+  CHECK(valid_json(read(tmp.path / "report.json")));
+  CHECK(read(tmp.path / "metrics.csv") == "precision,step,seconds,loss,scale,lr,eval_dice\n");
+  const std::string html = read(tmp.path / "report.html");
+  CHECK(count(html, "<svg") == 5);
+  CHECK(count(html, ">no data</text>") == 5);
+}
+
+TEST_CASE("report: an unwritable folder is an hg::Error", "[report]") {
+  TempDir tmp;
+  fs::create_directories(tmp.path);
+  std::ofstream(tmp.path / "a_file") << "x";
+  CHECK_THROWS_AS(write_report(make_report(), (tmp.path / "a_file" / "out").string()), hg::Error);
+  CHECK_THROWS_AS(write_report(make_report(), (tmp.path / "a_file").string()), hg::Error);
+}
+
+TEST_CASE("json writer: escaping, NaN as null, nesting and misuse", "[report]") {
+  CHECK(json_quote("a\"b\\c\nd\te\x01\x1f") == "\"a\\\"b\\\\c\\nd\\te\\u0001\\u001f\"");
+  CHECK(json_quote("\u00e9\u2192") == "\"\u00e9\u2192\"");
+  CHECK(json_number(NAN) == "null");
+  CHECK(json_number(-INFINITY) == "null");
+  CHECK(json_number(0.1) == "0.1");
+  CHECK(json_number(1e-300) == "1e-300");
+
+  JsonWriter j;
+  j.begin_object().field("a", std::vector<double>{1, NAN, 2.5}).field("s", "x\"y").field("n", std::optional<int64_t>{});
+  j.key("o").begin_array().begin_object(true).field("t", true).end_object().begin_array().end_array().end_array();
+  j.end_object();
+  CHECK(valid_json(j.str()));
+  CHECK(j.str().find("\"a\": [1, null, 2.5]") != std::string::npos);
+  CHECK(j.str().find("\"n\": null") != std::string::npos);
+  CHECK(j.str().find("[\n    {\"t\": true},\n    []\n  ]") != std::string::npos);
+
+  JsonWriter bad;
+  bad.begin_object();
+  CHECK_THROWS_AS(bad.value(1.0), hg::Error);  // no key
+  CHECK_THROWS_AS(bad.end_array(), hg::Error);
+  CHECK_THROWS_AS(bad.str(), hg::Error);  // still open
+}
+
+TEST_CASE("svg plot: NaN points break the line, log2 axis, markers", "[report]") {
+  LinePlot p{.id = "t", .title = "loss <&>", .x_label = "step", .y_label = "loss"};
+  p.series.push_back({"a", "", {0, 1, 2, 3, 4, 5}, {1, 2, NAN, 3, INFINITY, 4}, {}});
+  p.series.push_back({"b", "#123456", {0, 1, 2}, {NAN, NAN, NAN}, {}});
+  const std::string svg = svg_line_plot(p);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("loss &lt;&amp;&gt;") != std::string::npos);
+  CHECK(count(svg, "<path fill=\"none\" stroke-width=\"1.8\"") == 1);  // only the segment 0-1 has two points
+  CHECK(count(svg, "l-4.5 8h9z") == 5);                              // NaN, inf and b's three NaNs
+  CHECK(svg.find("NaN/inf") != std::string::npos);
+  CHECK(svg.find("nan") == std::string::npos);
+  CHECK(svg.find("inf\"") == std::string::npos);
+
+  LinePlot s{.id = "s", .title = "scale", .x_label = "step", .y_label = "scale", .log2_y = true};
+  s.series.push_back({"amp", "", {0, 1, 2, 3}, {65536, 32768, 32768, 0}, {1}});
+  const std::string log_svg = svg_line_plot(s);
+  CHECK(log_svg.find(">16</tspan>") != std::string::npos);
+  CHECK(log_svg.find(">15</tspan>") != std::string::npos);
+  CHECK(count(log_svg, "l-4.5 -8h9z") == 1);  // the 0, unplottable on a log axis, at the bottom
+  CHECK(log_svg.find("skipped step") != std::string::npos);
+  CHECK(log_svg.find("nan") == std::string::npos);
+
+  const std::string empty = svg_line_plot({.id = "e", .title = "nothing", .x_label = "x", .y_label = "y"});
+  CHECK(empty.find("no data") != std::string::npos);
+
+  const std::string bars = svg_bar_chart({.title = "u", .value_label = "v", .categories = {"w1", "w2"},
+                                          .panels = {{"fp16", "", {0.5, NAN}}, {"amp", "", {0.0004}}}});
+  CHECK(bars.find("50.0%") != std::string::npos);
+  CHECK(bars.find("&lt;0.1%") != std::string::npos);
+  CHECK(count(bars, "\u2013") == 2);  // NaN and the missing value
+}
