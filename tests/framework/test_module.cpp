@@ -2,6 +2,7 @@
 // dtype moves, train/eval, precision scopes, initialisation statistics, layer checks.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "halfgrad.h"
@@ -335,4 +336,20 @@ TEST_CASE("summary lists every tensor and the totals", "[module]") {
   std::string s = m.summary();
   CHECK_THAT(s, Catch::Contains("Outer") && Catch::Contains("enc.fc.weight") && Catch::Contains("[4, 3]") &&
                     Catch::Contains("enc.steps (buffer)") && Catch::Contains("parameters: 30"));
+}
+
+TEST_CASE("MaxPool2d pools 2x2 windows; Dropout acts only in training", "[module]") {
+  nn::MaxPool2d pool(2);
+  // x[h, w] = 4h + w: each 2x2 window's maximum is its bottom-right element.
+  Tensor x = arange(0, 16).view({1, 4, 4, 1});
+  CHECK(pool(x).to_vector<double>() == std::vector<double>{5, 7, 13, 15});
+  CHECK(nn::MaxPool2d(3, 1, 1)(x).shape() == Shape{1, 4, 4, 1});
+  nn::Dropout drop(0.5);
+  Tensor ones_in = ones({4000});
+  auto kept = drop(ones_in).to_vector<double>();
+  int64_t zeros_seen = std::count(kept.begin(), kept.end(), 0.0);
+  CHECK(std::count(kept.begin(), kept.end(), 2.0) + zeros_seen == 4000);  // survivors scaled by 1/(1-p)
+  CHECK(zeros_seen == Approx(2000).margin(200));
+  drop.eval();
+  CHECK(drop(ones_in).to_vector<double>() == std::vector<double>(4000, 1.0));
 }

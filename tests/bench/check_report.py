@@ -1,0 +1,21 @@
+"""Checks a segbench report folder as CI does: every file written, the JSON well formed,
+amp within tolerance of fp32, and a diagnosis for the naive fp16 run."""
+import json
+import os
+import sys
+
+folder = sys.argv[1]
+tolerance = float(sys.argv[2]) if len(sys.argv) > 2 else 0.05
+for name in ["report.json", "report.md", "report.html", "metrics.csv", "samples.png"]:
+    path = os.path.join(folder, name)
+    assert os.path.isfile(path) and os.path.getsize(path) > 0, f"missing or empty: {name}"
+report = json.load(open(os.path.join(folder, "report.json")))
+runs = {r["precision"]: r for r in report["runs"]}
+for mode in ["fp32", "amp", "fp16"]:
+    assert mode in runs, f"no {mode} run in the report"
+d32, damp = runs["fp32"]["val_dice_mean_fg"], runs["amp"]["val_dice_mean_fg"]
+assert abs(d32 - damp) <= tolerance, f"amp Dice {damp:.3f} differs from fp32 {d32:.3f} by more than {tolerance}"
+assert runs["fp16"]["diagnosis"], "the fp16 run has no diagnosis"
+html = open(os.path.join(folder, "report.html")).read()
+assert "<svg" in html and "<script" not in html, "report.html lacks plots or contains scripts"
+print(f"report ok: fp32 Dice {d32:.3f}, amp {damp:.3f}; fp16: {runs['fp16']['diagnosis'][:120]}")
