@@ -10,7 +10,7 @@ namespace hg::segbench {
 namespace {
 
 std::string fmt(const char* f, double v) {
-  char buf[64];
+  char buf[512];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }

@@ -72,10 +72,8 @@ void run_json(JsonWriter& j, const RunResult& run) {
   j.end_object();
   j.field("peak_bytes", run.peak_bytes).field("max_rss_bytes", run.max_rss_bytes);
   j.field("final_loss", run.final_loss);
-  j.key("val").begin_object();
-  j.field("dice", run.val_dice).field("iou", run.val_iou);
-  j.field("dice_mean_fg", run.val_dice_mean_fg).field("iou_mean_fg", run.val_iou_mean_fg);
-  j.end_object();
+  j.field("val_dice", run.val_dice).field("val_iou", run.val_iou);
+  j.field("val_dice_mean_fg", run.val_dice_mean_fg).field("val_iou_mean_fg", run.val_iou_mean_fg);
   j.field("steps_to_target", run.steps_to_target);
 
   const Curves& c = run.curves;

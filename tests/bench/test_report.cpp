@@ -230,6 +230,8 @@ TEST_CASE("report: every file is written and well formed", "[report]") {
   CHECK(count(json, "\"first_nonfinite_step\": null") == 2);
   CHECK(json.find("\"first_nonfinite_step\": 24") != std::string::npos);
   CHECK(json.find("\"final_loss\": null") != std::string::npos);
+  CHECK(json.find("\"val_dice_mean_fg\": 0.7667") != std::string::npos);  // RunResult's names, flat
+  CHECK(json.find("\"val_dice_mean_fg\": null") != std::string::npos);
   CHECK(json.find("null, null]") != std::string::npos);  // fp16's last two losses: inf, NaN
   CHECK(json.find("\"steps_to_target\": 40") != std::string::npos);
   CHECK(json.find("\"skipped_steps\": [0, 1, 2]") != std::string::npos);
