@@ -15,14 +15,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Mean over layers of a statistic at the last sampled step.
-double last_mean(const RunResult& r, double LayerStats::*field) {
-  if (r.underflow.empty() || r.underflow.back().layers.empty()) return 0;
-  double s = 0;
-  for (const LayerStats& l : r.underflow.back().layers) s += l.*field;
-  return s / static_cast<double>(r.underflow.back().layers.size());
-}
-
 // Mean over all sampled steps and layers.
 double overall_mean(const RunResult& r, double LayerStats::*field) {
   double s = 0;
@@ -60,7 +52,7 @@ void diagnose(Report& report) {
     }
     const double zero = overall_mean(r, &LayerStats::grad_zero_fraction);
     const double under = overall_mean(r, &LayerStats::grad_underflow_fraction);
-    const double lost = last_mean(r, &LayerStats::update_lost_fraction);
+    const double lost = overall_mean(r, &LayerStats::update_lost_fraction);
     const double ref_zero = ref ? overall_mean(*ref, &LayerStats::grad_zero_fraction) : 0;
     if (r.precision == "fp16" || r.precision == "amp-master") {
       if (zero > ref_zero + 0.01)
@@ -71,7 +63,7 @@ void diagnose(Report& report) {
                100 * under);
     }
     if (lost > 0.05)
-      d += fmt("At the last sampled step %.1f%% of weight updates were rounded away", 100 * lost) +
+      d += fmt("Over the sampled steps %.1f%% of weight updates were rounded away", 100 * lost) +
            " (smaller than half an ulp of the " + std::string(r.precision == "fp16" ? "f16" : "stored") + " weight). ";
     if (ref && &r != ref) {
       const double delta = r.val_dice_mean_fg - ref->val_dice_mean_fg;

@@ -136,6 +136,11 @@ int main(int argc, char** argv) {
     report.machine.threads = omp_get_max_threads();
     report.machine.gpu = device.is_cuda() ? device.str() : "";
     report.machine.compiler = std::string("g++ ") + __VERSION__;
+#ifdef NDEBUG
+    report.machine.build_type = "release";
+#else
+    report.machine.build_type = "debug";
+#endif
     std::printf("segbench: profile %s, %lld steps x %lld images of %lldx%lld, U-Net width %lld, on %s (%d threads)\n",
                 cfg.profile.c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.batch),
                 static_cast<long long>(cfg.size), static_cast<long long>(cfg.size), static_cast<long long>(cfg.width),

@@ -142,7 +142,8 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   for (int64_t step = 0; step < cfg.steps; ++step) {
     Batch batch = next.get();
     if (step + 1 < cfg.steps) next = std::async(std::launch::async, fetch, step + 1);
-    const bool sampled = cfg.monitor_every > 0 && (step % cfg.monitor_every == 0 || step == cfg.steps - 1);
+    // Not the last step: the cosine schedule's lr is ~0 there and every update is tiny.
+    const bool sampled = cfg.monitor_every > 0 && step % cfg.monitor_every == 0 && step + 1 < cfg.steps;
     StateDict before;
     if (step == 0 && !cfg.dump.empty()) {
       NoGrad ng;

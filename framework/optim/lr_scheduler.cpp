@@ -90,6 +90,8 @@ void LRScheduler::load_state_dict(const StateDict& sd) {
   for (size_t g = 0; g < base_lrs_.size(); ++g) {
     base_lrs_[g] = values[group_key("base_lr.", g)];
     last_lr_[g] = values[group_key("last_lr.", g)];
+    // The optimizer runs with the restored lr whichever of the two was loaded first.
+    optimizer_.param_groups()[g].lr = last_lr_[g];
   }
   for (const std::string& key : extra_keys()) set_extra_value(key, values[key]);
 }

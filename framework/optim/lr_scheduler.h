@@ -25,7 +25,8 @@ class LRScheduler {
   const std::vector<double>& base_lrs() const { return base_lrs_; }
 
   // "last_epoch", "base_lr.<g>", "last_lr.<g>" (and a subclass's counters), as 0-d f64
-  // tensors. The group lrs themselves are restored by the optimizer's state dict.
+  // tensors. Loading also sets each group's lr to the restored last lr, so the order in
+  // which optimizer and scheduler states are loaded does not matter.
   StateDict state_dict() const;
   // Loads everything or nothing; missing, unexpected or non-scalar entries are reported.
   void load_state_dict(const StateDict& sd);

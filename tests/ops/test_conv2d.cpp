@@ -5,6 +5,7 @@
 
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "tests/skip.h"
 
 using namespace hg;
 
@@ -362,4 +363,10 @@ TEST_CASE("empty batches give empty outputs and zero channels give zeros", "[con
   Tensor b = tensor({1.0, -2.0}, {f64});
   Tensor z = conv2d(ones({1, 4, 4, 0}, {f64}), ones({2, 3, 3, 0}, {f64}), b);
   CHECK(allclose(z, b.expand({1, 2, 2, 2})));
+}
+
+TEST_CASE("conv2d refuses operands on different devices", "[conv2d][errors]") {
+  if (!Device::automatic().is_cuda()) HG_SKIP("needs a CUDA device");
+  CHECK_THROWS_WITH(conv2d(ones({1, 3, 3, 1}, {f32, Device::cuda()}), ones({1, 1, 1, 1})),
+                    Catch::Contains("conv2d") && Catch::Contains("one device") && Catch::Contains("cuda:0"));
 }
