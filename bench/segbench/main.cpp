@@ -58,11 +58,13 @@ std::string timestamp() {
 ProgressFn make_progress(const std::string& name, bool enabled) {
   const bool tty = isatty(STDOUT_FILENO);
   auto last_dice = std::make_shared<double>(NAN);
+  const auto start = std::chrono::steady_clock::now();
   return [=](int64_t step, int64_t steps, double loss, double dice, double scale, double ips) {
     if (!enabled) return;
     if (std::isfinite(dice)) *last_dice = dice;
     const int64_t done = step + 1;
-    const double eta = ips > 0 ? static_cast<double>(steps - done) * (static_cast<double>(done) / ips) / static_cast<double>(done) : 0;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta = elapsed * static_cast<double>(steps - done) / static_cast<double>(done);
     const bool report = tty || done == steps || done % std::max<int64_t>(1, steps / 10) == 0;
     if (!report) return;
     char line[256];
@@ -70,7 +72,7 @@ ProgressFn make_progress(const std::string& name, bool enabled) {
     std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
     std::snprintf(line, sizeof line, "%-10s [%s] %4lld/%lld loss %.4f dice %.3f scale %-7g %.1f img/s ETA %.0fs",
                   name.c_str(), bar.c_str(), static_cast<long long>(done), static_cast<long long>(steps), loss,
-                  *last_dice, scale, ips, eta / 1.0);
+                  *last_dice, scale, ips, eta);
     if (tty) std::printf("\r%s%s", line, done == steps ? "\n" : "");
     else std::printf("%s\n", line);
     std::fflush(stdout);

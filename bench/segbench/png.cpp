@@ -3,6 +3,8 @@
 // reader never sees half a PNG.
 #include "bench/segbench/png.h"
 
+#include "framework/serialize/atomic_write.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,23 +107,7 @@ std::vector<uint8_t> encode_png(const Image8& image) {
 
 void write_png(const std::string& path, const Image8& image) {
   const std::vector<uint8_t> bytes = encode_png(image);
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp = path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(serial++);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  HG_CHECK(f != nullptr, "write_png: cannot create ", tmp, ": ", std::strerror(errno));
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int saved = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    const int err = written ? errno : saved;
-    std::remove(tmp.c_str());
-    throw Error(detail::concat("write_png: cannot write ", tmp, ": ", std::strerror(err)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(detail::concat("write_png: cannot rename ", tmp, " to ", path, ": ", std::strerror(err)));
-  }
+  write_file_atomically(path, {{bytes.data(), bytes.size()}});
 }
 
 Image8 prediction_grid(const std::vector<GridRow>& rows, int64_t size) {

@@ -18,28 +18,13 @@
 #include "bench/segbench/png.h"
 #include "bench/segbench/report_parts.h"
 #include "framework/error.h"
+#include "framework/serialize/atomic_write.h"
 
 namespace hg::segbench {
 namespace {
 
 void write_file(const std::string& path, const std::string& text) {
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp = path + ".tmp" + std::to_string(getpid()) + "-" + std::to_string(serial++);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  HG_CHECK(f != nullptr, "write_report: cannot create ", tmp, ": ", std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed) {
-    const int err = written ? errno : write_errno;
-    std::remove(tmp.c_str());
-    throw Error(detail::concat("write_report: cannot write ", tmp, ": ", std::strerror(err)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw Error(detail::concat("write_report: cannot rename ", tmp, " to ", path, ": ", std::strerror(err)));
-  }
+  write_file_atomically(path, {{text.data(), text.size()}});
 }
 
 void timing(JsonWriter& j, std::string_view name, const Timing& t) {

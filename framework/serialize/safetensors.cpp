@@ -3,6 +3,8 @@
 // file before anything is allocated, and the atomic write (temp, fsync, rename, fsync dir).
 #include "framework/serialize/safetensors.h"
 
+#include "framework/serialize/atomic_write.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -382,48 +384,6 @@ void read_at(int fd, void* dst, size_t n, uint64_t offset, const std::string& pa
   }
 }
 
-struct Chunk {
-  const void* data;
-  size_t size;
-};
-
-std::string parent_directory(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// A crash at any point leaves either the old file or the complete new one at `path`.
-void write_atomically(const std::string& path, const std::vector<Chunk>& chunks) {
-  const std::string tmp = concat(path, ".tmp.", ::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-  HG_CHECK(fd.get() >= 0, path, ": cannot create the temporary file ", tmp, ": ", std::strerror(errno));
-  auto fail = [&](const char* step) {
-    const int err = errno;
-    ::close(fd.release());
-    ::unlink(tmp.c_str());
-    throw Error(concat(path, ": ", step, " failed: ", std::strerror(err), "; the previous file, if any, is unchanged"));
-  };
-  for (const Chunk& c : chunks) {
-    const auto* p = static_cast<const char*>(c.data);
-    for (size_t left = c.size; left > 0;) {
-      const ssize_t put = ::write(fd.get(), p, left);
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) fail("writing the temporary file");
-      p += put;
-      left -= static_cast<size_t>(put);
-    }
-  }
-  if (::fsync(fd.get()) != 0) fail("fsync of the temporary file");
-  if (::close(fd.release()) != 0) fail("closing the temporary file");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail(concat("renaming ", tmp, " over it").c_str());
-  // The rename survives a power loss only once the directory entry is on disk.
-  const std::string dir = parent_directory(path);
-  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  HG_CHECK(dfd.get() >= 0 && ::fsync(dfd.get()) == 0, path, ": written, but syncing its directory ", dir,
-           " failed: ", std::strerror(errno));
-}
-
 }  // namespace
 
 void save_safetensors(const std::string& path, const StateDict& tensors,
@@ -454,7 +414,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
     header.back() = '}';
     header += ',';
   }
-  std::vector<Chunk> chunks(2);
+  std::vector<ByteChunk> chunks(2);
   int64_t offset = 0;
   for (const auto& [name, t] : host) {
     const auto nbytes = static_cast<int64_t>(static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
@@ -475,7 +435,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
   chunks[0] = {length, 8};
   chunks[1] = {header.data(), header.size()};
-  write_atomically(path, chunks);
+  write_file_atomically(path, chunks);
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

@@ -187,3 +187,17 @@ TEST_CASE("scaler state_dict round trip continues the same trajectory", "[grad_s
   }
   CHECK_THROWS_WITH(b.load_state_dict({}), Catch::Contains("missing"));
 }
+
+TEST_CASE("gradient accumulation: several scaled backwards, one unscale and step", "[grad_scaler][accumulation]") {
+  Tensor w = tensor({0.5, -0.25}).set_requires_grad().set_name("w");
+  optim::SGD opt(named("w", w), optim::SGDOptions{.lr = 1.0});
+  amp::GradScaler scaler;
+  // Two micro-batches whose gradients are (1, 2) and (3, 4): the step sees their sum.
+  scaler.scale(sum(w * tensor({1.0, 2.0}))).backward();
+  scaler.scale(sum(w * tensor({3.0, 4.0}))).backward();
+  CHECK_THROWS_WITH(optim::clip_grad_norm_({w}, 100.0), Catch::Contains("still multiplied"));
+  CHECK_FALSE(scaler.step(opt).skipped());
+  scaler.update();
+  CHECK(w.to_vector<double>() == std::vector<double>{0.5 - 4.0, -0.25 - 6.0});
+  CHECK(scaler.get_scale() == 65536.0);
+}
