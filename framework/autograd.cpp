@@ -363,12 +363,12 @@ static int64_t next_hook_id() {
   return ++id;
 }
 
-bool Tensor::requires_grad() const { return impl_->requires_grad; }
-bool Tensor::is_leaf() const { return impl_->grad_fn == nullptr; }
-const Tensor& Tensor::grad() const { return impl_->grad; }
+bool Tensor::requires_grad() const { return live("requires_grad").requires_grad; }
+bool Tensor::is_leaf() const { return live("is_leaf").grad_fn == nullptr; }
+const Tensor& Tensor::grad() const { return live("grad").grad; }
 Tensor& Tensor::mutable_grad() { return impl_->grad; }
 void Tensor::set_grad(const Tensor& g) const { impl_->grad = g; }
-const std::shared_ptr<Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
+const std::shared_ptr<Node>& Tensor::grad_fn() const { return live("grad_fn").grad_fn; }
 
 Tensor& Tensor::set_requires_grad(bool r) {
   HG_CHECK(is_leaf(), "set_requires_grad: only leaf tensors can change requires_grad; this tensor is the output of ",

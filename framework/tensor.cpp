@@ -12,18 +12,28 @@
 
 namespace hg {
 
-const Shape& Tensor::shape() const { return impl_->shape; }
-int64_t Tensor::size(int64_t axis) const { return impl_->shape[normalize_axis(axis, dim(), "size")]; }
-const Strides& Tensor::strides() const { return impl_->strides; }
-int64_t Tensor::offset() const { return impl_->offset; }
-int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->shape.size()); }
-int64_t Tensor::numel() const { return numel_of(impl_->shape); }
-DType Tensor::dtype() const { return impl_->dtype; }
-Device Tensor::device() const { return impl_->storage ? impl_->storage->device : Device::cpu(); }
-const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
-const std::string& Tensor::name() const { return impl_->name; }
+TensorImpl& Tensor::live(const char* what) const {
+  if (!impl_)
+    throw Error(detail::concat(what, ": the tensor is undefined (a default-constructed Tensor, or a gradient that "
+                               "was never computed)"));
+  return *impl_;
+}
+
+const Shape& Tensor::shape() const { return live("shape").shape; }
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, dim(), "size")]; }
+const Strides& Tensor::strides() const { return live("strides").strides; }
+int64_t Tensor::offset() const { return live("offset").offset; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(live("dim").shape.size()); }
+int64_t Tensor::numel() const { return numel_of(live("numel").shape); }
+DType Tensor::dtype() const { return live("dtype").dtype; }
+Device Tensor::device() const {
+  const TensorImpl& t = live("device");
+  return t.storage ? t.storage->device : Device::cpu();
+}
+const std::shared_ptr<Storage>& Tensor::storage() const { return live("storage").storage; }
+const std::string& Tensor::name() const { return live("name").name; }
 Tensor& Tensor::set_name(std::string n) {
-  impl_->name = std::move(n);
+  live("set_name").name = std::move(n);
   return *this;
 }
 

@@ -96,6 +96,8 @@ class Tensor {
   Tensor& set_name(std::string n);
 
  private:
+  // The impl, or hg::Error naming `what` for an undefined tensor (instead of a crash).
+  TensorImpl& live(const char* what) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -147,3 +147,13 @@ TEST_CASE("allclose compares with tolerances and NaN rules", "[tensor]") {
   CHECK(allclose(a, b, 1e-5, 1e-8, true));
   CHECK_FALSE(allclose(tensor({1.0}), tensor({1.1})));
 }
+
+TEST_CASE("using an undefined tensor is an error, not a crash", "[tensor][errors]") {
+  Tensor t;
+  CHECK_FALSE(t.defined());
+  CHECK_THROWS_WITH(t.dtype(), Catch::Contains("dtype") && Catch::Contains("undefined"));
+  CHECK_THROWS_WITH(t.shape(), Catch::Contains("undefined"));
+  Tensor x = ones({2}).set_requires_grad();
+  CHECK_THROWS_WITH(x.grad().dtype(), Catch::Contains("never computed"));  // no backward yet
+  CHECK_THROWS_AS(exp(t), hg::Error);
+}
