@@ -6,21 +6,12 @@
 #include <filesystem>
 
 #include "halfgrad.h"
+#include "tests/temp_dir.h"
 
 using namespace hg;
+using hg::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/hg_checkpoint_XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& file) const { return path + "/" + file; }
-};
 
 Tensor i64_scalar(int64_t v) { return from_data<int64_t>({v}, {}, {i64}); }
 

@@ -10,21 +10,12 @@
 #include <fstream>
 
 #include "halfgrad.h"
+#include "tests/temp_dir.h"
 
 using namespace hg;
+using hg::test::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char name[] = "/tmp/hg_resume_XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& file) const { return path + "/" + file; }
-};
 
 // Each kind of state a resume must carry: BatchNorm's running statistics and i64 batch
 // counter, and Dropout's draws from the default generator.
