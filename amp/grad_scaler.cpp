@@ -52,6 +52,23 @@ std::vector<std::pair<std::string, int64_t>> StepResult::nonfinite() const {
   return out;
 }
 
+std::string StepResult::summary() const {
+  if (!skipped()) return "";
+  auto bad = nonfinite();
+  std::string s = "step skipped at loss scale " + detail::concat(scale_value()) + ": non-finite gradients in " +
+                  std::to_string(bad.size()) + " of " + std::to_string(names.size()) + " parameters";
+  for (size_t i = 0; i < bad.size(); ++i) {
+    if (i == 8) {
+      s += ", ... (" + std::to_string(bad.size() - 8) + " more)";
+      break;
+    }
+    const auto at = std::find(names.begin(), names.end(), bad[i].first) - names.begin();
+    s += (i ? ", " : ": ") + bad[i].first + " (" + std::to_string(bad[i].second) + " of " +
+         std::to_string(numels[static_cast<size_t>(at)]) + ")";
+  }
+  return s;
+}
+
 GradScaler::GradScaler(GradScalerOptions o, Device device) : opt_(o), device_(device) {
   HG_CHECK(o.init_scale > 0 && std::isfinite(o.init_scale), "GradScaler: init_scale must be finite and > 0, got ",
            o.init_scale);
@@ -102,6 +119,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   HG_CHECK(st.stage != Stage::stepped, "GradScaler.unscale_: called after step(); unscale_ must come before step()");
   std::vector<Tensor> grads;
   std::vector<std::string> names;
+  std::vector<int64_t> numels;
   for (auto& [name, p] : opt.named_parameters()) {
     st.params.insert(p.impl());
     if (!p.grad().defined()) continue;
@@ -113,6 +131,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
     if (!p.grad().is_contiguous()) p.set_grad(p.grad().contiguous());
     grads.push_back(p.grad());
     names.push_back(name);
+    numels.push_back(p.numel());
   }
   Tensor inv;
   {
@@ -123,6 +142,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   st.result.found_inf = zeros({}, {f32, device_});
   st.result.nonfinite_counts = zeros({static_cast<int64_t>(grads.size())}, {i64, device_});
   st.result.names = names;
+  st.result.numels = numels;
   {
     NoGrad ng;
     st.result.scale = scale_.clone();

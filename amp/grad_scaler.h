@@ -37,10 +37,15 @@ struct StepResult {
   Tensor scale;             // 0-d f32: the scale the gradients carried
   Tensor nonfinite_counts;  // i64 [n]: non-finite elements per parameter
   std::vector<std::string> names;
+  std::vector<int64_t> numels;  // elements of each parameter, by names' order
   bool skipped() const;
   double scale_value() const;
   // (parameter name, number of non-finite gradient elements) for each bad parameter.
   std::vector<std::pair<std::string, int64_t>> nonfinite() const;
+  // One line for a training log, "" when the step was not skipped: "step skipped at
+  // loss scale 65536: non-finite gradients in 2 of 40 parameters: up2.conv1.weight
+  // (12 of 9216), ...".
+  std::string summary() const;
 };
 
 class GradScaler {

@@ -1,6 +1,7 @@
 // Parsing policies and the table of training modes.
 #include "amp/policy.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "framework/error.h"
@@ -15,8 +16,16 @@ Policy Policy::parse(const std::string& spec) {
     if (item.empty()) continue;
     auto eq = item.find('=');
     HG_CHECK(eq != std::string::npos, "Policy::parse: '", item, "' in \"", spec,
-             "\" is not key=value; valid keys: params, compute, output, batchnorm");
+             "\" is not key=value; valid keys: params, compute, output, batchnorm, fallback");
     std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+    if (key == "fallback") {
+      char* end = nullptr;
+      const long long k = std::strtoll(val.c_str(), &end, 10);
+      HG_CHECK(!val.empty() && *end == '\0' && k >= 0, "Policy::parse: fallback=", val,
+               " is invalid; give the number of overflows after which a module falls back to f32 (0: off)");
+      p.fallback_strikes = k;
+      continue;
+    }
     if (key == "batchnorm") {
       HG_CHECK(val == "f32" || val == "params", "Policy::parse: batchnorm=", val, " is invalid; valid: f32, params");
       p.keep_batchnorm_f32 = val == "f32";
@@ -33,14 +42,15 @@ Policy Policy::parse(const std::string& spec) {
     if (key == "params") p.params = dt;
     else if (key == "compute") p.compute = dt;
     else if (key == "output") p.output = dt;
-    else throw Error("Policy::parse: unknown key '" + key + "' in \"" + spec + "\"; valid: params, compute, output, batchnorm");
+    else throw Error("Policy::parse: unknown key '" + key + "' in \"" + spec + "\"; valid: params, compute, output, batchnorm, fallback");
   }
   return p;
 }
 
 std::string Policy::str() const {
   return std::string("params=") + dtype_name(params) + ",compute=" + dtype_name(compute) + ",output=" +
-         dtype_name(output) + ",batchnorm=" + (keep_batchnorm_f32 ? "f32" : "params");
+         dtype_name(output) + ",batchnorm=" + (keep_batchnorm_f32 ? "f32" : "params") +
+         (fallback_strikes > 0 ? ",fallback=" + std::to_string(fallback_strikes) : "");
 }
 
 std::vector<std::string> mode_names() { return {"fp32", "amp", "amp-master", "bf16", "fp16"}; }

@@ -2,6 +2,7 @@
 // as recipes: which dtype parameters live in, what autocast computes in, whether the
 // optimizer keeps f32 master weights, and whether the loss is scaled.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +16,12 @@ struct Policy {
   DType compute = f32;  // dtype `lower` ops (matmul, conv) run in
   DType output = f32;   // dtype the model's output is cast to
   bool keep_batchnorm_f32 = true;  // BatchNorm parameters and statistics stay f32
+  // > 0: a module whose f16 output overflows this many times runs in f32 from then on
+  // (amp::Fp32Fallback; needs an autocast policy). "fallback=3" in the string form.
+  int64_t fallback_strikes = 0;
 
-  // "params=f32,compute=f16,output=f32" (keys: params, compute, output, batchnorm=f32|params).
+  // "params=f32,compute=f16,output=f32" (keys: params, compute, output, batchnorm=f32|params,
+  // fallback=N).
   // Throws hg::Error naming an unknown key or dtype and what is valid.
   static Policy parse(const std::string& spec);
   std::string str() const;

@@ -40,6 +40,7 @@ class Node : public std::enable_shared_from_this<Node> {
   // Per-output hooks, for tensors that are not leaves.
   std::vector<std::vector<std::pair<int64_t, Tensor::Hook>>> output_hooks;
   std::string module_path;  // set by nn::Module while a forward runs (for messages)
+  std::vector<double> input_amax;  // the forward inputs' max |x|, kept under anomaly detection
   bool released = false;
 };
 

@@ -30,4 +30,12 @@ extern DispatchStub<void(const Tensor& scale, const Tensor& growth_tracker, cons
                          const Tensor& found_inf, const ScaleUpdateParams& p)>
     update_scale_stub;
 
+// The numerics statistics of one tensor (amp/tensor_stats.h) packed into `out`, an f64
+// vector of kNumericsFields on the tensor's device; nothing is read back to the host.
+inline constexpr int kNumericsHistLo = -40, kNumericsHistHi = 20;
+inline constexpr int kNumericsBins = kNumericsHistHi - kNumericsHistLo + 1;
+inline constexpr int kNumericsScalars = 11;
+inline constexpr int kNumericsFields = kNumericsScalars + kNumericsBins;
+extern DispatchStub<void(const Tensor& x, const Tensor& out)> numerics_stats_stub;
+
 }  // namespace hg

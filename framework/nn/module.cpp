@@ -50,9 +50,40 @@ Tensor Module::forward(const Tensor&) {
               "') has no single-input forward; call it with the arguments its operator() takes");
 }
 
+namespace {
+std::vector<std::pair<int64_t, OutputObserver>>& output_observers() {
+  static std::vector<std::pair<int64_t, OutputObserver>> list;
+  return list;
+}
+}  // namespace
+
+int64_t add_output_observer(OutputObserver f) {
+  static int64_t next_id = 0;
+  output_observers().emplace_back(++next_id, std::move(f));
+  return next_id;
+}
+
+void remove_output_observer(int64_t id) {
+  auto& list = output_observers();
+  std::erase_if(list, [id](const auto& e) { return e.first == id; });
+}
+
+Tensor Module::observed(Tensor output) {
+  // A copy: an observer may remove itself while being called.
+  auto list = output_observers();
+  for (auto& [id, f] : list) f(*this, output);
+  return output;
+}
+
+const Module& Module::root() const {
+  const Module* m = this;
+  while (m->parent_) m = m->parent_;
+  return *m;
+}
+
 Tensor Module::operator()(const Tensor& x) {
   Scope scope(*this);
-  return forward(x);
+  return observed(forward(x));
 }
 
 Module::Scope::Scope(const Module& m) : path_scope_(m.path()) {

@@ -2,6 +2,7 @@
 // module paths ("down2.conv1.weight"). A child is named once in a model's source with
 // HG_CHILD, e.g.  HG_CHILD(Conv2d, conv1, 3, 16, 3);
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,14 @@
 #include "framework/tensor.h"
 
 namespace hg::nn {
+
+class Module;
+
+// Observers of module outputs: the numerics monitor, compare() and the FP32 fallback
+// install one; each is called with every module's output as its forward returns.
+using OutputObserver = std::function<void(Module& m, const Tensor& output)>;
+int64_t add_output_observer(OutputObserver f);  // returns an id for removal
+void remove_output_observer(int64_t id);
 
 class Module {
  public:
@@ -63,6 +72,7 @@ class Module {
 
   // The full path from the root ("" for a root), and the type name ("Conv2d").
   std::string path() const;
+  const Module& root() const;
   virtual std::string type_name() const = 0;
 
   void train(bool on = true);
@@ -91,6 +101,9 @@ class Module {
 
  protected:
   void add_child(const std::string& name, std::shared_ptr<Module> m);
+  // Hands a forward's result to the output observers; a module with its own operator()
+  // returns through this (Module::operator() does it for forward()).
+  Tensor observed(Tensor output);
 
  private:
   std::vector<std::pair<std::string, Tensor>> params_;

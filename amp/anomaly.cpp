@@ -1,0 +1,144 @@
+// Anomaly detection through the autograd engine's forward and backward observers.
+#include "amp/anomaly.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "amp/tensor_stats.h"
+#include "framework/autograd.h"
+#include "framework/error.h"
+
+namespace hg::amp {
+
+namespace {
+thread_local bool t_active = false;
+thread_local AnomalyOptions t_options;
+
+// The checks run ops themselves (contiguous copies, the statistics): those must not
+// be checked again.
+class Pause {
+ public:
+  Pause() : saved_(t_active) { t_active = false; }
+  ~Pause() { t_active = saved_; }
+  Pause(const Pause&) = delete;
+  Pause& operator=(const Pause&) = delete;
+
+ private:
+  bool saved_;
+};
+
+constexpr double kF16Max = 65504.0;
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+std::string where(const char* op, const std::string& module_path, const char* direction) {
+  std::string s = std::string(direction) + " of " + op;
+  if (!module_path.empty()) s += " in " + module_path;
+  return s;
+}
+
+// "12 inf and 3 NaN" / "5 values beyond the f16 max" ...; empty when the tensor is fine.
+std::string fault(const TensorStats& s, DType dtype) {
+  std::string out;
+  if (s.inf) out += std::to_string(s.inf) + " inf";
+  if (s.nan) out += (out.empty() ? "" : " and ") + std::to_string(s.nan) + " NaN";
+  if (t_options.check_f16_range && dtype != f16 && s.f16_overflow)
+    out += (out.empty() ? "" : " and ") + std::to_string(s.f16_overflow) + " values beyond the f16 max 65504";
+  return out;
+}
+
+std::string describe(const Tensor& t, const TensorStats& s) {
+  return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) + " amax " + sci(s.amax) +
+         (s.nonfinite() ? " with " + std::to_string(s.inf) + " inf, " + std::to_string(s.nan) + " NaN" : "");
+}
+
+void on_forward(const char* op, Node* node, const std::vector<Tensor*>& outputs, const TensorList& inputs) {
+  if (!t_active) return;
+  Pause pause;
+  std::vector<TensorStats> in_stats(inputs.size());
+  std::vector<double> amax(inputs.size(), 0.0);
+  bool inputs_finite = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined() || !is_floating(inputs[i].dtype())) continue;
+    in_stats[i] = tensor_stats(inputs[i]);
+    amax[i] = in_stats[i].amax;
+    inputs_finite = inputs_finite && in_stats[i].nonfinite() == 0;
+  }
+  if (node) node->input_amax = amax;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const Tensor& y = *outputs[o];
+    if (!y.defined() || !is_floating(y.dtype())) continue;
+    const TensorStats s = tensor_stats(y);
+    const std::string bad = fault(s, y.dtype());
+    if (bad.empty()) continue;
+    std::string msg = where(op, node ? node->module_path : autograd::current_module_path(), "forward") + " produced " +
+                      bad + " in " + dtype_name(y.dtype()) + " (output " + std::to_string(o) + ", shape " +
+                      shape_str(y.shape()) + ", " + std::to_string(s.numel) + " elements); inputs:";
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined() && is_floating(inputs[i].dtype())) msg += " #" + std::to_string(i) + " " + describe(inputs[i], in_stats[i]) + ";";
+    if (!inputs_finite)
+      msg += " an input was already non-finite: the fault is upstream of this op (check the data)";
+    else if (y.dtype() == f16 && s.inf)
+      msg += " the inputs are finite, so the result exceeds the f16 max 65504: run this module in f32 "
+             "(set_precision) or keep its inputs smaller";
+    throw NumericsError(msg);
+  }
+}
+
+void on_backward(Node& node, const TensorList& grad_inputs, const TensorList& grad_outputs) {
+  if (!t_active) return;
+  Pause pause;
+  for (size_t i = 0; i < grad_inputs.size(); ++i) {
+    const Tensor& g = grad_inputs[i];
+    if (!g.defined() || !is_floating(g.dtype())) continue;
+    const TensorStats s = tensor_stats(g);
+    const std::string bad = fault(s, g.dtype());
+    if (bad.empty()) continue;
+    std::string msg = where(node.name().c_str(), node.module_path, "backward") + " produced " + bad + " in " +
+                      dtype_name(g.dtype()) + " (the gradient for input " + std::to_string(i) + ", shape " +
+                      shape_str(g.shape()) + ")";
+    double in_amax = 0;
+    bool incoming_finite = true;
+    for (const Tensor& go : grad_outputs) {
+      if (!go.defined() || !is_floating(go.dtype())) continue;
+      const TensorStats gs = tensor_stats(go);
+      msg += "; incoming gradient " + describe(go, gs);
+      in_amax = std::max(in_amax, gs.amax);
+      incoming_finite = incoming_finite && gs.nonfinite() == 0;
+    }
+    double fwd_amax = 0;
+    for (double a : node.input_amax) fwd_amax = std::max(fwd_amax, a);
+    if (!node.input_amax.empty()) {
+      msg += "; forward inputs amax";
+      for (double a : node.input_amax) msg += " " + sci(a);
+    }
+    if (!incoming_finite)
+      msg += "; the incoming gradient was already non-finite: the fault is further down the graph";
+    else if (g.dtype() == f16 && in_amax * fwd_amax > kF16Max)
+      msg += "; incoming gradient amax " + sci(in_amax) + " x forward input amax " + sci(fwd_amax) + " = " +
+             sci(in_amax * fwd_amax) + " exceeds the f16 max 65504 (lower the loss scale or run this module in f32)";
+    throw NumericsError(msg);
+  }
+}
+}  // namespace
+
+DetectAnomaly::DetectAnomaly(AnomalyOptions options) : saved_(t_options), was_active_(t_active) {
+  autograd::set_forward_observer(&on_forward);
+  autograd::set_backward_observer(&on_backward);
+  t_options = options;
+  t_active = true;
+}
+
+DetectAnomaly::~DetectAnomaly() {
+  t_options = saved_;
+  t_active = was_active_;
+}
+
+bool DetectAnomaly::active() { return t_active; }
+
+}  // namespace hg::amp

@@ -1,0 +1,195 @@
+// compare(): two passes with a module-output observer capturing every module's output,
+// then per-module relative errors computed in f64 on the host.
+#include "amp/compare.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "amp/autocast.h"
+#include "amp/master_weights.h"
+#include "ops/elementwise.h"
+
+namespace hg::amp {
+
+namespace {
+
+struct Pass {
+  std::vector<std::pair<nn::Module*, Tensor>> outputs;  // f64 copies, completion order
+  std::vector<DType> dtypes;                            // the outputs' own dtypes
+  std::map<std::string, Tensor> grads;                  // f64 copies by parameter name
+  double loss = 0;
+};
+
+double relative_error(const Tensor& a, const Tensor& ref) {
+  std::vector<double> x = a.to_vector<double>(), r = ref.to_vector<double>();
+  if (x.size() != r.size()) return std::numeric_limits<double>::infinity();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) return std::numeric_limits<double>::infinity();
+    num += (x[i] - r[i]) * (x[i] - r[i]);
+    den += r[i] * r[i];
+  }
+  if (den == 0) return num == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
+Pass run_pass(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy, double scale) {
+  Pass pass;
+  std::map<const nn::Module*, bool> ours;
+  for (auto& [path, m] : model.named_modules()) ours[m] = true;
+  const int64_t id = nn::add_output_observer([&](nn::Module& m, const Tensor& y) {
+    if (!ours.count(&m) || !y.defined() || !is_floating(y.dtype())) return;
+    NoGrad ng;
+    pass.outputs.emplace_back(&m, y.detach().to(f64));
+    pass.dtypes.push_back(y.dtype());
+  });
+  try {
+    model.zero_grad();
+    Tensor x = input.to(policy.params == f32 ? input.dtype() : policy.params);
+    Tensor loss;
+    {
+      std::optional<Autocast> ac;
+      if (policy.compute != policy.params) ac.emplace(policy.compute);
+      Tensor out = model(x);
+      if (out.dtype() != policy.output) out = out.to(policy.output);
+      loss = loss_fn(out);
+    }
+    HG_CHECK(loss.numel() == 1, "compare: the loss function must return one value, got shape ", shape_str(loss.shape()));
+    pass.loss = loss.item<double>();
+    (scale != 1.0 ? mul(loss.to(f32), scale) : loss).backward();
+    NoGrad ng;
+    for (auto& [name, p] : model.named_parameters())
+      if (p.grad().defined()) pass.grads[name] = div(p.grad().to(f64), scale);
+  } catch (...) {
+    nn::remove_output_observer(id);
+    throw;
+  }
+  nn::remove_output_observer(id);
+  return pass;
+}
+
+std::string fmt(double v) {
+  if (v < 0) return "-";
+  if (std::isinf(v)) return "non-finite";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+}  // namespace
+
+Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy,
+                   CompareOptions options) {
+  HG_CHECK(options.threshold > 0, "compare: threshold must be > 0, got ", options.threshold);
+  HG_CHECK(options.loss_scale > 0 && std::isfinite(options.loss_scale), "compare: loss_scale must be finite and > 0, got ",
+           options.loss_scale);
+  for (auto& [name, p] : model.named_parameters())
+    HG_CHECK(p.dtype() == f32, "compare: the model's parameters must be f32 (the reference pass), but '", name, "' is ",
+             dtype_name(p.dtype()));
+  // Everything the passes change, to put back afterwards.
+  StateDict saved;
+  std::map<std::string, Tensor> saved_grads;
+  {
+    NoGrad ng;
+    for (auto& [k, v] : model.state_dict()) saved[k] = v.clone();
+    for (auto& [name, p] : model.named_parameters())
+      if (p.grad().defined()) saved_grads[name] = p.grad().clone();
+  }
+  auto restore = [&] {
+    model.to(f32);
+    model.load_state_dict(saved);
+    model.zero_grad();
+    for (auto& [name, p] : model.named_parameters())
+      if (saved_grads.count(name)) p.set_grad(saved_grads[name]);
+  };
+
+  Comparison c;
+  c.policy = policy.str();
+  c.threshold = options.threshold;
+  Pass ref, low;
+  try {
+    ref = run_pass(model, input, loss_fn, Policy{}, 1.0);
+    model.load_state_dict(saved);  // BatchNorm's running statistics moved
+    if (policy.params != f32) cast_model(model, policy.params, policy.keep_batchnorm_f32);
+    const bool uses_f16 = policy.params == f16 || policy.compute == f16;
+    low = run_pass(model, input, loss_fn, policy, uses_f16 ? options.loss_scale : 1.0);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+
+  HG_CHECK(ref.outputs.size() == low.outputs.size(), "compare: the two passes ran different modules (", ref.outputs.size(),
+           " vs ", low.outputs.size(), " outputs); the model's forward must not depend on the dtype");
+  c.loss_f32 = ref.loss;
+  c.loss_policy = low.loss;
+  std::map<const nn::Module*, std::string> paths;
+  for (auto& [path, m] : model.named_modules()) paths[m] = path;
+  std::map<const nn::Module*, DType> low_dtype;
+  for (size_t i = 0; i < ref.outputs.size(); ++i) {
+    nn::Module* m = ref.outputs[i].first;
+    ModuleComparison mc;
+    mc.module = paths[m];
+    mc.type = m->type_name();
+    mc.dtype = low.dtypes[i];
+    mc.activation_error = relative_error(low.outputs[i].second, ref.outputs[i].second);
+    for (auto& [name, p] : m->named_parameters()) {
+      if (name.find('.') != std::string::npos) continue;  // a child's parameter: reported with the child
+      const std::string full = mc.module.empty() ? name : mc.module + "." + name;
+      if (!ref.grads.count(full)) continue;
+      const double e = low.grads.count(full) ? relative_error(low.grads[full], ref.grads[full])
+                                             : std::numeric_limits<double>::infinity();
+      mc.grad_error = std::max(mc.grad_error, e);
+    }
+    mc.exceeds = mc.activation_error > options.threshold || mc.grad_error > options.threshold;
+    if (mc.exceeds && !c.first_exceeding) c.first_exceeding = c.modules.size();
+    c.modules.push_back(mc);
+  }
+  return c;
+}
+
+std::string Comparison::table() const {
+  std::ostringstream os;
+  os << "f32 vs " << policy << ": loss " << loss_f32 << " vs " << loss_policy << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-28s %-16s %-6s %14s %16s\n", "module", "type", "dtype", "output err",
+                "weight-grad err");
+  os << line;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const ModuleComparison& m = modules[i];
+    std::snprintf(line, sizeof line, "%s %-28s %-16s %-6s %14s %16s\n", first_exceeding == i ? ">" : " ",
+                  m.module.empty() ? "(model)" : m.module.c_str(), m.type.c_str(), dtype_name(m.dtype),
+                  fmt(m.activation_error).c_str(), fmt(m.grad_error).c_str());
+    os << line;
+  }
+  if (first_exceeding)
+    os << "first module over the threshold " << threshold << ": "
+       << (modules[*first_exceeding].module.empty() ? "(model)" : modules[*first_exceeding].module) << "\n";
+  else
+    os << "no module exceeds the relative error threshold " << threshold << "\n";
+  return os.str();
+}
+
+std::string Comparison::json() const {
+  std::ostringstream os;
+  os.precision(6);
+  auto num = [](double v) { return std::isfinite(v) ? detail::concat(v) : std::string("null"); };
+  os << "{\"policy\":\"" << policy << "\",\"threshold\":" << threshold << ",\"loss_f32\":" << num(loss_f32)
+     << ",\"loss_policy\":" << num(loss_policy) << ",\"first_exceeding\":";
+  if (first_exceeding) os << "\"" << modules[*first_exceeding].module << "\""; else os << "null";
+  os << ",\"modules\":[";
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const ModuleComparison& m = modules[i];
+    os << (i ? "," : "") << "{\"module\":\"" << m.module << "\",\"type\":\"" << m.type
+       << "\",\"output_error\":" << num(m.activation_error)
+       << ",\"grad_error\":" << (m.grad_error < 0 ? std::string("null") : num(m.grad_error))
+       << ",\"exceeds\":" << (m.exceeds ? "true" : "false") << "}";
+  }
+  os << "]}";
+  return os.str();
+}
+
+}  // namespace hg::amp

@@ -1,0 +1,50 @@
+// FP32 vs reduced precision on one batch: the same weights run the same batch in f32
+// and under a policy; per module, in the order their forwards finish, the relative
+// error of the output and of the module's own weight gradients, and the first module
+// whose error exceeds a threshold: where a reduced-precision run starts to go wrong.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "amp/policy.h"
+#include "framework/nn/module.h"
+
+namespace hg::amp {
+
+struct CompareOptions {
+  double threshold = 1e-2;  // relative error that counts as a divergence
+  // The reduced-precision backward runs on loss * loss_scale (as a GradScaler would)
+  // when the policy uses f16; the gradients are divided by it before comparing.
+  double loss_scale = 65536.0;
+};
+
+struct ModuleComparison {
+  std::string module;  // path ("" for the model itself)
+  std::string type;    // "Conv2d"
+  DType dtype = f32;   // dtype of the module's output under the policy
+  double activation_error = 0;  // ||a - a_f32|| / ||a_f32||; inf when a is not finite
+  double grad_error = -1;       // worst over the module's own parameters; -1: it has none
+  bool exceeds = false;
+};
+
+struct Comparison {
+  std::string policy;
+  double loss_f32 = 0, loss_policy = 0;
+  std::vector<ModuleComparison> modules;  // in the order the forwards finished
+  std::optional<size_t> first_exceeding;  // index into modules
+  double threshold = 0;
+  std::string table() const;  // a readable table, the first divergence marked
+  std::string json() const;
+};
+
+using LossFn = std::function<Tensor(const Tensor& output)>;
+
+// Runs forward and backward twice (f32, then `policy`) from the same state; the model's
+// parameters, buffers, gradients and dtypes are restored afterwards. A model with
+// dropout should be in eval() mode (the two passes would draw different masks).
+Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy,
+                   CompareOptions options = {});
+
+}  // namespace hg::amp
