@@ -41,10 +41,13 @@ Tensor stat_copy(const Tensor& t, DType s) {
 }
 
 // r = (1 - momentum) r + momentum * stat, computed in the wider of the two dtypes (f64
-// running statistics of an f32 model keep their precision), rounded into r.
+// running statistics of an f32 model keep their precision), rounded into r. A channel
+// whose batch statistic is not finite keeps its value: one NaN/inf batch (a step the
+// loss scaler skips) would otherwise poison eval mode for good.
 void update_running(const Tensor& r, const Tensor& stat, double momentum) {
   const DType d = promote_types(r.dtype(), stat.dtype());
-  copy_(r, r.detach().to(d) * (1.0 - momentum) + stat.to(d) * momentum);
+  const Tensor old = r.detach().to(d);
+  copy_(r, where(isfinite(stat), old * (1.0 - momentum) + stat.to(d) * momentum, old));
 }
 
 }  // namespace

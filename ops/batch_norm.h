@@ -8,7 +8,8 @@ namespace hg {
 
 // x [..., C]. Training: normalise with the batch's mean and biased variance over every
 // axis but the last, and update running_mean/running_var in place (no gradient) with
-// `momentum` and the unbiased variance. Eval: normalise with the running statistics.
+// `momentum` and the unbiased variance (a channel whose batch statistics are not finite
+// keeps its running values). Eval: normalise with the running statistics.
 // weight/bias [C] may be undefined (no affine transform); running stats may be
 // undefined in training (then nothing is tracked).
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,

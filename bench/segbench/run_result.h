@@ -27,6 +27,7 @@ struct Config {
   int64_t monitor_every = 0;    // per-layer gradient statistics every n steps
   double clip = 1.0;            // gradient clipping max norm (unscaled gradients)
   bool progress = true;
+  int64_t poison_step = -1;     // test hook: a NaN pixel in this step's input batch (-1: none)
 };
 
 struct Curves {

@@ -141,6 +141,10 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   const auto start = Clock::now();
   for (int64_t step = 0; step < cfg.steps; ++step) {
     Batch batch = next.get();
+    if (step == cfg.poison_step) {
+      batch.image = batch.image.contiguous().clone();
+      batch.image.data<float>()[0] = NAN;
+    }
     if (step + 1 < cfg.steps) next = std::async(std::launch::async, fetch, step + 1);
     // Not the last step: the cosine schedule's lr is ~0 there and every update is tiny.
     const bool sampled = cfg.monitor_every > 0 && step % cfg.monitor_every == 0 && step + 1 < cfg.steps;
@@ -179,7 +183,9 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       us.layers = gradient_stats(opt_params);
       for (auto& [n, p] : opt_params) w_before.push_back(p.to_vector<double>());
     }
-    amp::StepResult res = scaler.step(opt);
+    // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
+    const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
+    amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
     scaler.update();
     if (mw) mw->copy_master_to_model();
     sched.step();
@@ -235,8 +241,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       r.curves.eval_dice.push_back(dice);
     }
     if (progress) progress(step, cfg.steps, loss_value, dice, scale_now, (step + 1) * cfg.batch / std::max(secs, 1e-9));
-    if (!std::isfinite(loss_value) && !rc.loss_scaling) {
-      // Without a scaler nothing skips the bad step: stop before NaN weights spread.
+    if (stopping) {
       r.stopped_early = true;
       r.stop_reason = "non-finite loss (" + std::to_string(loss_value) + ") at step " + std::to_string(step) +
                       " with no loss scaler to skip it; training stopped";

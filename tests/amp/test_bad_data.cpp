@@ -143,3 +143,22 @@ TEST_CASE("an inf in an input batch: the step is skipped and only the layer it p
     for (double bad : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()})
       check_bad_batch_is_skipped(mode, bad, {{"fc1.weight", 8}});
 }
+
+TEST_CASE("a NaN batch leaves BatchNorm's running statistics of its channel as they were", "[amp][bad_data]") {
+  manual_seed(2);
+  nn::BatchNorm2d bn(3);
+  amp::Autocast ac(f16);
+  bn(randn({4, 5, 5, 3}).to(f16));
+  const std::vector<double> mean0 = bn.running_mean.to_vector<double>(), var0 = bn.running_var.to_vector<double>();
+  // NHWC: element 0 is in channel 0, so only channel 0's batch statistics are NaN.
+  bn(poisoned(randn({4, 5, 5, 3}), std::numeric_limits<double>::quiet_NaN()).to(f16));
+  const std::vector<double> mean1 = bn.running_mean.to_vector<double>(), var1 = bn.running_var.to_vector<double>();
+  CHECK(mean1[0] == mean0[0]);
+  CHECK(var1[0] == var0[0]);
+  for (size_t c = 1; c < 3; ++c) {
+    INFO("channel " << c);
+    CHECK(std::isfinite(mean1[c]));
+    CHECK(mean1[c] != mean0[c]);
+    CHECK(var1[c] != var0[c]);
+  }
+}
