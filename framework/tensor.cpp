@@ -90,7 +90,12 @@ Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides stride
 
 Tensor empty(const Shape& shape, TensorOptions o) {
   check_shape_nonnegative(shape, "empty");
-  auto st = new_storage(static_cast<size_t>(numel_of(shape)) * dtype_size(o.dtype), o.device);
+  // Sizes computed from absurd arguments must fail here, not wrap around to a small buffer.
+  int64_t nbytes = static_cast<int64_t>(dtype_size(o.dtype));
+  for (int64_t d : shape)
+    HG_CHECK(!__builtin_mul_overflow(nbytes, d, &nbytes), "empty: a tensor of shape ", shape_str(shape), " and dtype ",
+             dtype_name(o.dtype), " would need more than 2^63 bytes");
+  auto st = new_storage(static_cast<size_t>(nbytes), o.device);
   Tensor t = make_tensor(std::move(st), shape, contiguous_strides(shape), 0, o.dtype);
   if (o.requires_grad) t.set_requires_grad(true);
   return t;

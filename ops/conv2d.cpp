@@ -57,6 +57,14 @@ Operands prepare(const char* op, const Tensor& x0, const Tensor& w0, const Tenso
   return {x.to(dt), w.to(dt), b.defined() ? b.to(dt) : b};
 }
 
+// Output sizes in 128 bits: absurd stride, padding or dilation give an error, not an
+// overflow; a size that does not fit 64 bits is refused.
+using Wide = __int128;
+int64_t output_size(const char* op, Wide v) {
+  HG_CHECK(v >= Wide{INT64_MIN} && v <= Wide{INT64_MAX}, op, ": the output size overflows 64 bits (check stride, padding and dilation)");
+  return static_cast<int64_t>(v);
+}
+
 void check_params(const char* op, const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
                   const std::array<int64_t, 2>& dilation, int64_t groups) {
   HG_CHECK(stride[0] > 0 && stride[1] > 0, op, ": stride must be positive, got ", pair_str(stride));
@@ -119,12 +127,12 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Conv2d
   HG_CHECK(C == w.size(3) * G, "conv2d: input ", shape_of(x), " has ", C, " channels but weight ", shape_of(w),
            " expects ", w.size(3) * G, " (its last dim ", w.size(3), " times groups ", G, ")");
   check_groups("conv2d", "output", K, G, w);
-  const int64_t er = o.dilation[0] * (R - 1) + 1, es = o.dilation[1] * (S - 1) + 1;
-  const int64_t Hp = H + 2 * o.padding[0], Wp = W + 2 * o.padding[1];
-  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " (", er, "x", es, " with dilation ",
-           pair_str(o.dilation), ") is larger than the padded input ", Hp, "x", Wp, " (input ", shape_of(x),
-           ", padding ", pair_str(o.padding), ")");
-  const int64_t P = (Hp - er) / o.stride[0] + 1, Q = (Wp - es) / o.stride[1] + 1;
+  const Wide er = Wide{o.dilation[0]} * (R - 1) + 1, es = Wide{o.dilation[1]} * (S - 1) + 1;
+  const Wide Hp = H + 2 * Wide{o.padding[0]}, Wp = W + 2 * Wide{o.padding[1]};
+  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " with dilation ", pair_str(o.dilation),
+           " is larger than the input ", shape_of(x), " with padding ", pair_str(o.padding));
+  const int64_t P = output_size("conv2d", (Hp - er) / o.stride[0] + 1),
+                Q = output_size("conv2d", (Wp - es) / o.stride[1] + 1);
   check_bias("conv2d", b, K, w);
 
   return convolve("conv2d", false, x, w, b, {N, P, Q, K}, {o.stride, o.padding, o.dilation, G});
@@ -143,8 +151,10 @@ Tensor conv_transpose2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, co
   HG_CHECK(Cin == w.size(0), "conv_transpose2d: input ", shape_of(x), " has ", Cin, " channels but weight ",
            shape_of(w), " expects ", w.size(0), " (its first dim)");
   check_groups("conv_transpose2d", "input", Cin, G, x);
-  const int64_t Ho = (H - 1) * o.stride[0] - 2 * o.padding[0] + o.dilation[0] * (R - 1) + o.output_padding[0] + 1;
-  const int64_t Wo = (W - 1) * o.stride[1] - 2 * o.padding[1] + o.dilation[1] * (S - 1) + o.output_padding[1] + 1;
+  const int64_t Ho = output_size("conv_transpose2d", Wide{H - 1} * o.stride[0] - 2 * Wide{o.padding[0]} +
+                                                         Wide{o.dilation[0]} * (R - 1) + o.output_padding[0] + 1);
+  const int64_t Wo = output_size("conv_transpose2d", Wide{W - 1} * o.stride[1] - 2 * Wide{o.padding[1]} +
+                                                         Wide{o.dilation[1]} * (S - 1) + o.output_padding[1] + 1);
   HG_CHECK(Ho > 0 && Wo > 0, "conv_transpose2d: output size ", Ho, "x", Wo, " is not positive (input ", shape_of(x),
            ", weight ", shape_of(w), ", stride ", pair_str(o.stride), ", padding ", pair_str(o.padding), ")");
   check_bias("conv_transpose2d", b, Cout, w);

@@ -38,6 +38,13 @@ Shape infer_shape(const Shape& want, int64_t numel, const Shape& from, const cha
   return s;
 }
 
+// normalize_axis accepts 0 and -1 for a 0-d tensor (unsqueeze needs that), but ops that
+// index an existing axis have none to index there.
+int64_t existing_axis(const Tensor& t, int64_t axis, const char* op) {
+  HG_CHECK(t.dim() > 0, op, ": a 0-d tensor has no axis ", axis);
+  return normalize_axis(axis, t.dim(), op);
+}
+
 // Strides for viewing `t` as `shape` without copying, if the memory allows (empty if not).
 Strides view_strides(const Tensor& t, const Shape& shape) {
   if (t.is_contiguous()) return contiguous_strides(shape);
@@ -122,12 +129,12 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   std::vector<int64_t> order(static_cast<size_t>(dim()));
   std::iota(order.begin(), order.end(), 0);
-  std::swap(order[normalize_axis(a, dim(), "transpose")], order[normalize_axis(b, dim(), "transpose")]);
+  std::swap(order[existing_axis(*this, a, "transpose")], order[existing_axis(*this, b, "transpose")]);
   return permute(order);
 }
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
-  int64_t a = normalize_axis(axis, dim(), "slice");
+  int64_t a = existing_axis(*this, axis, "slice");
   HG_CHECK(step > 0, "slice: step must be positive, got ", step);
   const int64_t n = shape()[a];
   if (start < 0) start += n;
@@ -136,8 +143,9 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   end = std::clamp<int64_t>(end, start, n);
   Shape s = shape();
   Strides st = strides();
-  s[a] = (end - start + step - 1) / step;
-  st[a] *= step;
+  // Written so that a huge step cannot overflow: a stride only matters for sizes > 1.
+  s[a] = end == start ? 0 : (end - start - 1) / step + 1;
+  if (s[a] > 1) st[a] *= step;
   Tensor y = alias(*this, s, st, offset() + start * strides()[a]);
   autograd::record("slice", {*this}, y, [src = shape(), a, start, end, step](const Tensor& g) {
     Tensor gx = zeros(src, {g.dtype(), g.device()});
@@ -148,14 +156,15 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
 }
 
 Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
-  int64_t a = normalize_axis(axis, dim(), "narrow");
-  HG_CHECK(start >= 0 && length >= 0 && start + length <= shape()[a], "narrow: range [", start, ", ",
-           start + length, ") is outside axis ", axis, " of size ", shape()[a], " (shape ", shape_str(shape()), ")");
+  int64_t a = existing_axis(*this, axis, "narrow");
+  HG_CHECK(start >= 0 && length >= 0 && start <= shape()[a] && length <= shape()[a] - start, "narrow: start ", start,
+           " and length ", length, " are outside axis ", axis, " of size ", shape()[a], " (shape ", shape_str(shape()),
+           ")");
   return slice(a, start, start + length);
 }
 
 Tensor Tensor::select(int64_t axis, int64_t index) const {
-  int64_t a = normalize_axis(axis, dim(), "select");
+  int64_t a = existing_axis(*this, axis, "select");
   const int64_t n = shape()[a];
   HG_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for axis ", axis, " of size ", n);
   if (index < 0) index += n;
@@ -175,6 +184,7 @@ Tensor Tensor::expand(const Shape& want) const {
       continue;
     }
     int64_t have = shape()[i - lead];
+    HG_CHECK(want[i] >= -1, "expand: invalid size ", want[i], " in ", shape_str(want), " (sizes are >= 0, or -1 to keep one)");
     if (want[i] == -1 || want[i] == have) {
       s[i] = have;
       st[i] = strides()[i - lead];
@@ -189,7 +199,7 @@ Tensor Tensor::expand(const Shape& want) const {
 }
 
 Tensor Tensor::squeeze(int64_t axis) const {
-  int64_t a = normalize_axis(axis, dim(), "squeeze");
+  int64_t a = existing_axis(*this, axis, "squeeze");
   HG_CHECK(shape()[a] == 1, "squeeze: axis ", axis, " of shape ", shape_str(shape()), " has size ", shape()[a],
            ", not 1");
   Shape s = shape();
