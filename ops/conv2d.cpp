@@ -65,6 +65,11 @@ int64_t output_size(const char* op, Wide v) {
   return static_cast<int64_t>(v);
 }
 
+std::string wide_str(Wide v) {
+  if (v >= Wide{INT64_MIN} && v <= Wide{INT64_MAX}) return std::to_string(static_cast<int64_t>(v));
+  return v > 0 ? "(over 2^63)" : "(under -2^63)";
+}
+
 void check_params(const char* op, const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& padding,
                   const std::array<int64_t, 2>& dilation, int64_t groups) {
   HG_CHECK(stride[0] > 0 && stride[1] > 0, op, ": stride must be positive, got ", pair_str(stride));
@@ -129,8 +134,9 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& b0, const Conv2d
   check_groups("conv2d", "output", K, G, w);
   const Wide er = Wide{o.dilation[0]} * (R - 1) + 1, es = Wide{o.dilation[1]} * (S - 1) + 1;
   const Wide Hp = H + 2 * Wide{o.padding[0]}, Wp = W + 2 * Wide{o.padding[1]};
-  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " with dilation ", pair_str(o.dilation),
-           " is larger than the input ", shape_of(x), " with padding ", pair_str(o.padding));
+  HG_CHECK(er <= Hp && es <= Wp, "conv2d: kernel ", R, "x", S, " (", wide_str(er), "x", wide_str(es), " with dilation ",
+           pair_str(o.dilation), ") is larger than the padded input ", wide_str(Hp), "x", wide_str(Wp), " (input ",
+           shape_of(x), ", padding ", pair_str(o.padding), ")");
   const int64_t P = output_size("conv2d", (Hp - er) / o.stride[0] + 1),
                 Q = output_size("conv2d", (Wp - es) / o.stride[1] + 1);
   check_bias("conv2d", b, K, w);
