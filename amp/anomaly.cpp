@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "amp/tensor_stats.h"
@@ -57,8 +58,15 @@ std::string describe(const Tensor& t, const TensorStats& s) {
          (s.nonfinite() ? " with " + std::to_string(s.inf) + " inf, " + std::to_string(s.nan) + " NaN" : "");
 }
 
+// Views and copies only show values an earlier op made; that op is the one to blame.
+bool passes_values_through(const char* op) {
+  static const std::set<std::string> ops = {"view", "permute", "slice", "expand", "squeeze", "unsqueeze", "clone"};
+  return ops.count(op) > 0;
+}
+
 void on_forward(const char* op, Node* node, const std::vector<Tensor*>& outputs, const TensorList& inputs) {
-  if (!t_active) return;
+  // Ops called by a node's backward are checked as that node's result (on_backward).
+  if (!t_active || autograd::in_backward() || passes_values_through(op)) return;
   Pause pause;
   std::vector<TensorStats> in_stats(inputs.size());
   std::vector<double> amax(inputs.size(), 0.0);

@@ -110,12 +110,27 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
   c.policy = policy.str();
   c.threshold = options.threshold;
   Pass ref, low;
+  auto grads_finite = [](const Pass& p) {
+    for (auto& [name, g] : p.grads)
+      for (double v : g.to_vector<double>())
+        if (!std::isfinite(v)) return false;
+    return true;
+  };
   try {
     ref = run_pass(model, input, loss_fn, Policy{}, 1.0);
-    model.load_state_dict(saved);  // BatchNorm's running statistics moved
-    if (policy.params != f32) cast_model(model, policy.params, policy.keep_batchnorm_f32);
+    // As a dynamic scaler would: halve the scale while the gradients overflow (a
+    // non-finite loss cannot be fixed by any scale).
     const bool uses_f16 = policy.params == f16 || policy.compute == f16;
-    low = run_pass(model, input, loss_fn, policy, uses_f16 ? options.loss_scale : 1.0);
+    double scale = uses_f16 ? options.loss_scale : 1.0;
+    for (;;) {
+      model.to(f32);
+      model.load_state_dict(saved);  // BatchNorm's running statistics moved
+      if (policy.params != f32) cast_model(model, policy.params, policy.keep_batchnorm_f32);
+      low = run_pass(model, input, loss_fn, policy, scale);
+      if (!uses_f16 || scale <= 1.0 || !std::isfinite(low.loss) || grads_finite(low)) break;
+      scale /= 2;
+    }
+    c.loss_scale = scale;
   } catch (...) {
     restore();
     throw;
@@ -145,15 +160,21 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
       mc.grad_error = std::max(mc.grad_error, e);
     }
     mc.exceeds = mc.activation_error > options.threshold || mc.grad_error > options.threshold;
-    if (mc.exceeds && !c.first_exceeding) c.first_exceeding = c.modules.size();
     c.modules.push_back(mc);
   }
+  // Output errors flow forward, gradient errors backward: the origin is the first
+  // module whose output diverges, else the last one whose weight gradients do.
+  for (size_t i = 0; i < c.modules.size() && !c.first_exceeding; ++i)
+    if (c.modules[i].activation_error > options.threshold) c.first_exceeding = i;
+  for (size_t i = c.modules.size(); i-- > 0 && !c.first_exceeding;)
+    if (c.modules[i].grad_error > options.threshold) c.first_exceeding = i;
   return c;
 }
 
 std::string Comparison::table() const {
   std::ostringstream os;
-  os << "f32 vs " << policy << ": loss " << loss_f32 << " vs " << loss_policy << "\n";
+  os << "f32 vs " << policy << ": loss " << loss_f32 << " vs " << loss_policy << " (gradients at loss scale "
+     << loss_scale << ")\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-28s %-16s %-6s %14s %16s\n", "module", "type", "dtype", "output err",
                 "weight-grad err");
@@ -165,9 +186,13 @@ std::string Comparison::table() const {
                   fmt(m.activation_error).c_str(), fmt(m.grad_error).c_str());
     os << line;
   }
-  if (first_exceeding)
-    os << "first module over the threshold " << threshold << ": "
-       << (modules[*first_exceeding].module.empty() ? "(model)" : modules[*first_exceeding].module) << "\n";
+  if (first_exceeding) {
+    const ModuleComparison& m = modules[*first_exceeding];
+    os << "first module over the threshold " << threshold << ": " << (m.module.empty() ? "(model)" : m.module)
+       << (m.activation_error > threshold ? " (its output; later modules inherit the error)"
+                                          : " (its weight gradients; backward reaches it first)")
+       << "\n";
+  }
   else
     os << "no module exceeds the relative error threshold " << threshold << "\n";
   return os.str();
@@ -178,7 +203,7 @@ std::string Comparison::json() const {
   os.precision(6);
   auto num = [](double v) { return std::isfinite(v) ? detail::concat(v) : std::string("null"); };
   os << "{\"policy\":\"" << policy << "\",\"threshold\":" << threshold << ",\"loss_f32\":" << num(loss_f32)
-     << ",\"loss_policy\":" << num(loss_policy) << ",\"first_exceeding\":";
+     << ",\"loss_policy\":" << num(loss_policy) << ",\"loss_scale\":" << loss_scale << ",\"first_exceeding\":";
   if (first_exceeding) os << "\"" << modules[*first_exceeding].module << "\""; else os << "null";
   os << ",\"modules\":[";
   for (size_t i = 0; i < modules.size(); ++i) {

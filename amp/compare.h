@@ -15,8 +15,9 @@ namespace hg::amp {
 
 struct CompareOptions {
   double threshold = 1e-2;  // relative error that counts as a divergence
-  // The reduced-precision backward runs on loss * loss_scale (as a GradScaler would)
-  // when the policy uses f16; the gradients are divided by it before comparing.
+  // The reduced-precision backward runs on loss * scale when the policy uses f16, the
+  // gradients divided by it before comparing. Like a dynamic GradScaler, the scale
+  // starts here and halves (down to 1) while the gradients are not finite.
   double loss_scale = 65536.0;
 };
 
@@ -32,8 +33,11 @@ struct ModuleComparison {
 struct Comparison {
   std::string policy;
   double loss_f32 = 0, loss_policy = 0;
+  double loss_scale = 1;  // the scale the reduced-precision gradients were computed at
   std::vector<ModuleComparison> modules;  // in the order the forwards finished
-  std::optional<size_t> first_exceeding;  // index into modules
+  // Where the divergence starts (index into modules): the first module whose output
+  // error exceeds the threshold; if none does, the last whose gradient error does.
+  std::optional<size_t> first_exceeding;
   double threshold = 0;
   std::string table() const;  // a readable table, the first divergence marked
   std::string json() const;

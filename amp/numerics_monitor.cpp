@@ -195,10 +195,19 @@ std::vector<NumericsRecord> NumericsMonitor::worst(size_t n) {
   return out;
 }
 
+std::optional<NumericsRecord> NumericsMonitor::first_overflow() {
+  for (const NumericsRecord& r : records())
+    if (r.kind == TensorKind::activation && (r.stats.nonfinite() > 0 || r.stats.f16_overflow > 0)) return r;
+  return std::nullopt;
+}
+
 std::string NumericsMonitor::worst_table(size_t n) {
   std::vector<NumericsRecord> list = worst(n);
   if (list.empty()) return "no tensor leaves the f16 range or flushes to zero in f16\n";
   std::string out;
+  // Non-finite values spread forward; the first activation that has them is the origin.
+  if (auto first = first_overflow())
+    out += "overflow starts at: " + first->label() + " (step " + std::to_string(first->step) + ")\n";
   for (const NumericsRecord& r : list) {
     const TensorStats& s = r.stats;
     std::vector<std::string> parts;

@@ -16,6 +16,7 @@
 // Statistics stay on the device until records() (one synchronisation per report).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,9 +67,13 @@ class NumericsMonitor {
   void write_jsonl(const std::string& path);
   // The n records at most that are worst for f16 (overflow and non-finite first, then
   // the fraction that would flush to zero, then subnormals), one line each, e.g.
-  // "down3.conv2 weight grad: 37.0% would underflow in f16; amax 2.1e-06 (step 50)".
+  // "down3.conv2 weight grad: 37.0% would underflow in f16; amax 2.1e-06 (step 50)",
+  // after a headline naming first_overflow() when there is one.
   std::string worst_table(size_t n = 10);
   std::vector<NumericsRecord> worst(size_t n = 10);
+  // Where an overflow began: the first activation, in forward order of the earliest
+  // step that has one, holding inf/NaN or values beyond the f16 max.
+  std::optional<NumericsRecord> first_overflow();
 
   struct State;  // shared with the gradient hooks (which may outlive a step)
 

@@ -145,6 +145,8 @@ bool needs_input_grad(size_t i) {
   return t_running_needs == nullptr || (i < t_running_needs->size() && (*t_running_needs)[i]);
 }
 
+bool in_backward() { return t_running_node != nullptr; }
+
 const std::string& current_module_path() { return t_module_path; }
 ModulePathScope::ModulePathScope(const std::string& path) : saved_(t_module_path) { t_module_path = path; }
 ModulePathScope::~ModulePathScope() { t_module_path = saved_; }

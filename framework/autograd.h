@@ -75,6 +75,8 @@ void record(const char* name, const TensorList& inputs, Tensor& output,
 // Inside a backward function: whether input i of the running node needs a gradient
 // (lets an op skip e.g. the input gradient of a network's first convolution).
 bool needs_input_grad(size_t i);
+// True while this thread runs a node's backward (the ops it calls are part of backward).
+bool in_backward();
 
 // Runs backward from `roots` seeded with `grads`.
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph = false);

@@ -13,6 +13,8 @@
 #include <iostream>
 
 #include "amp/policy.h"
+#include "framework/serialize/atomic_write.h"
+#include "bench/segbench/compare_run.h"
 #include "bench/segbench/diagnosis.h"
 #include "bench/segbench/report.h"
 #include "bench/segbench/train.h"
@@ -103,6 +105,13 @@ int main(int argc, char** argv) {
   app.add_option("--val-images", cfg.val_images, "validation images")->check(CLI::PositiveNumber);
   app.add_option("--eval-every", cfg.eval_every, "validation Dice every N steps (0: only at the end)");
   app.add_option("--monitor-every", cfg.monitor_every, "per-layer gradient statistics every N steps");
+  app.add_option("--compare", cfg.compare,
+                 "before training, compare FP32 with this mode on one batch, module by module (compare.txt)")
+      ->check(CLI::IsMember(amp::mode_names()));
+  app.add_flag("--compare-only", cfg.compare_only, "run only the --compare comparison, no training");
+  app.add_option("--fallback", cfg.fallback_strikes,
+                 "amp/bf16: a module whose f16 output overflows this many times runs in f32 (0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-progress", cfg.progress, "no progress output");
   try {
     app.parse(argc, argv);
@@ -149,6 +158,19 @@ int main(int argc, char** argv) {
                 device.str().c_str(), report.machine.threads);
     if (device.is_cpu())
       std::printf("note: on the CPU, f16/bf16 arithmetic is emulated in software; its speed says nothing about a GPU\n");
+    HG_CHECK(!cfg.compare_only || !cfg.compare.empty(), "--compare-only needs --compare MODE");
+    if (!cfg.compare.empty()) {
+      const amp::Comparison c = compare_run(cfg, cfg.compare, device);
+      report.compare_text = c.table();
+      std::printf("\n%s\n", report.compare_text.c_str());
+      const std::string json = c.json() + "\n";
+      write_file_atomically(cfg.out + "/compare.txt", {{report.compare_text.data(), report.compare_text.size()}});
+      write_file_atomically(cfg.out + "/compare.json", {{json.data(), json.size()}});
+      if (cfg.compare_only) {
+        std::printf("comparison: %s/compare.txt (also compare.json)\n", cfg.out.c_str());
+        return 0;
+      }
+    }
     const ValidationSet val = make_validation_set(cfg);
     for (const Batch& b : val.batches) {
       for (int64_t i = 0; i < b.image.size(0) && report.sample_images.size() < 4; ++i) {

@@ -98,6 +98,7 @@ void run_json(JsonWriter& j, const RunResult& run) {
     j.begin_object(true).field("step", e.step).field("module", e.module).field("reason", e.reason).end_object();
   j.end_array();
   j.field("diagnosis", run.diagnosis);
+  j.field("numerics_worst", run.numerics_worst);
   j.end_object();
 }
 

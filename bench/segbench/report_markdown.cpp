@@ -215,6 +215,11 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
         md << (k ? ", " : " ") << "`" << params[k].first << "` (" << params[k].second << ")";
       md << (params.size() > 8 ? ", \u2026" : "") << "\n";
     }
+    if (!run.numerics_worst.empty()) {
+      const std::string fence = fence_for(run.numerics_worst);
+      md << "\nNumerics monitor, the tensors worst off in f16 (all records: numerics-" << run.precision
+         << ".jsonl):\n\n" << fence << "text\n" << run.numerics_worst << fence << "\n";
+    }
     if (!run.fallback_events.empty()) {
       md << "\nFallback events:\n\n";
       for (const FallbackEvent& e : run.fallback_events)

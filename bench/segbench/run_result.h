@@ -28,6 +28,8 @@ struct Config {
   double clip = 1.0;            // gradient clipping max norm (unscaled gradients)
   bool progress = true;
   int64_t poison_step = -1;     // test hook: a NaN pixel in this step's input batch (-1: none)
+  int64_t fallback_strikes = 0; // > 0: amp::Fp32Fallback in autocast modes, after this many overflows
+  bool compare_only = false;    // --compare without training
 };
 
 struct Curves {
@@ -86,6 +88,7 @@ struct RunResult {
   std::vector<UnderflowSample> underflow;
   std::vector<FallbackEvent> fallback_events;
   std::string diagnosis;         // one paragraph: what went wrong in this mode and why ("" if nothing)
+  std::string numerics_worst;    // the numerics monitor's worst offenders for f16, one per line
   // Sample predictions on the first validation images: argmax labels, size*size each.
   std::vector<std::vector<int64_t>> sample_predictions;
 };

@@ -8,13 +8,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <future>
 #include <memory>
 
 #include "amp/autocast.h"
+#include "amp/fp32_fallback.h"
 #include "amp/grad_scaler.h"
 #include "amp/master_weights.h"
+#include "amp/numerics_monitor.h"
 #include "amp/policy.h"
 #include "bench/segbench/evaluate.h"
 #include "framework/allocator.h"
@@ -130,6 +133,11 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   so.growth_interval = cfg.growth_interval;
   amp::GradScaler scaler(so, device);
   const DType input_dtype = rc.policy.params == f32 ? f32 : rc.policy.params;
+  std::optional<amp::NumericsMonitor> monitor;
+  if (cfg.monitor_every > 0) monitor.emplace(model, amp::MonitorOptions{.every = cfg.monitor_every});
+  std::optional<amp::Fp32Fallback> fallback;  // switches modules, so only where autocast computes
+  if (cfg.fallback_strikes > 0 && rc.autocast) fallback.emplace(model, amp::FallbackOptions{.strikes = cfg.fallback_strikes});
+  int64_t skip_lines = 0;
 
   std::vector<double> t_step, t_fwd, t_bwd, t_opt;
   reset_peak_memory(device);
@@ -153,6 +161,8 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       NoGrad ng;
       for (auto& [k, v] : model.state_dict()) before[k] = v.to(f32).clone();
     }
+    if (monitor) monitor->begin_step(step);
+    if (fallback) fallback->begin_step(step);
     const auto t0 = Clock::now();
     Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
     Tensor logits, loss;
@@ -172,6 +182,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     const double b_ms = ms_since(t1);
     const auto t2 = Clock::now();
     scaler.unscale_(opt);
+    if (monitor) monitor->end_step();  // weight gradients unscaled, before clipping
     if (step == 0 && !cfg.dump.empty()) dump_first_step(cfg, precision, before, batch, logits, loss, opt_params);
     std::vector<Tensor> plist;
     for (auto& [n, p] : opt_params) plist.push_back(p);
@@ -187,6 +198,17 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
     amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
     scaler.update();
+    if (fallback) {
+      const size_t known = fallback->events().size();
+      fallback->end_step(&res);
+      for (size_t k = known; k < fallback->events().size(); ++k) {
+        const amp::FallbackEvent& e = fallback->events()[k];
+        r.fallback_events.push_back({e.step, e.module, e.reason});
+        if (progress)
+          std::printf("\n%s: step %lld: %s now runs in f32: %s\n", precision.c_str(), static_cast<long long>(e.step),
+                      e.module.c_str(), e.reason.c_str());
+      }
+    }
     if (mw) mw->copy_master_to_model();
     sched.step();
     opt.zero_grad();
@@ -222,6 +244,9 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       r.skipped_steps.push_back(step);
       auto bad = res.nonfinite();
       if (!bad.empty() && r.nonfinite_params.size() < 20) r.nonfinite_params.emplace_back(step, bad);
+      // The training log names the parameters of the first few skipped steps.
+      if (progress && ++skip_lines <= 5)
+        std::printf("\n%s: step %lld: %s\n", precision.c_str(), static_cast<long long>(step), res.summary().c_str());
     }
     const double secs = std::chrono::duration<double>(Clock::now() - start).count();
     r.curves.step.push_back(step);
@@ -255,6 +280,10 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   r.forward = timing_of(t_fwd);
   r.backward = timing_of(t_bwd);
   r.optimizer = timing_of(t_opt);
+  if (monitor) {
+    r.numerics_worst = monitor->worst_table(8);
+    if (!cfg.out.empty()) monitor->write_jsonl(cfg.out + "/numerics-" + precision + ".jsonl");
+  }
   r.peak_bytes = memory_stats(device).peak;
   r.max_rss_bytes = max_rss_bytes();
 

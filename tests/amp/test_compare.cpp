@@ -1,0 +1,60 @@
+// compare(): the same batch in f32 and under a policy, per-module errors; the
+// injected overflow-prone layer is the first module over the threshold.
+#include <catch2/catch.hpp>
+
+#include "halfgrad.h"
+#include "tests/amp/debug_models.h"
+
+using namespace hg;
+
+namespace {
+Tensor mse_to_zero(const Tensor& y) { return mean(square(y)); }
+}  // namespace
+
+TEST_CASE("compare finds the injected overflowing layer and restores the model", "[amp][compare]") {
+  manual_seed(21);
+  test::OverflowNet model(1e4);
+  Tensor x = randn({8, 4}, {f32});
+  StateDict before;
+  for (auto& [k, v] : model.state_dict()) before[k] = v.clone();
+
+  amp::Comparison c = amp::compare(model, x, mse_to_zero, amp::recipe("amp").policy);
+  REQUIRE(c.first_exceeding);
+  CHECK(c.modules[*c.first_exceeding].module == "big");
+  REQUIRE(c.modules.size() == 4);  // fc1, big, shrink, the model
+  CHECK(c.modules[0].module == "fc1");
+  CHECK(c.modules[0].dtype == f16);
+  CHECK(c.modules[0].activation_error < 1e-2);  // f16 rounding only
+  CHECK(c.modules[0].activation_error > 0);
+  CHECK(std::isinf(c.modules[1].activation_error));
+  CHECK_THAT(c.table(), Catch::Contains("first module over the threshold 0.01: big"));
+  CHECK_THAT(c.json(), Catch::Contains("\"first_exceeding\":\"big\""));
+
+  for (auto& [k, v] : model.state_dict()) {
+    CHECK(v.dtype() == f32);
+    CHECK(allclose(v, before[k], 0, 0));
+  }
+  for (auto& p : model.parameters()) CHECK_FALSE(p.grad().defined());
+}
+
+TEST_CASE("compare on a healthy model: small errors everywhere, in f16 and bf16", "[amp][compare]") {
+  manual_seed(5);
+  test::OverflowNet model(1.0);
+  Tensor x = randn({16, 4}, {f32});
+  amp::Comparison f16c = amp::compare(model, x, mse_to_zero, amp::recipe("amp").policy, {.threshold = 0.05});
+  CHECK_FALSE(f16c.first_exceeding);
+  // 2^16 overflows shrink's f16 weight gradient here; the scale came down as a scaler's would.
+  CHECK(f16c.loss_scale < 65536);
+  CHECK(f16c.loss_scale >= 1);
+  amp::Comparison bf16c = amp::compare(model, x, mse_to_zero, amp::recipe("bf16").policy, {.threshold = 0.05});
+  CHECK_FALSE(bf16c.first_exceeding);
+  // bf16 keeps 8 significant bits to f16's 11: its errors are larger.
+  CHECK(bf16c.modules[0].activation_error > f16c.modules[0].activation_error);
+  for (const auto& m : f16c.modules) CHECK(m.activation_error < 0.05);
+  // Parameters cast to f16 (O2/O3 policies) work too and are restored to f32.
+  amp::Comparison pure = amp::compare(model, x, mse_to_zero, amp::recipe("amp-master").policy, {.threshold = 0.05});
+  CHECK(pure.modules.size() == 4);
+  for (auto& p : model.parameters()) CHECK(p.dtype() == f32);
+  CHECK_THROWS_WITH(amp::compare(model, x, mse_to_zero, amp::Policy{}, {.threshold = 0}),
+                    Catch::Contains("threshold must be > 0"));
+}
