@@ -1,11 +1,9 @@
-// CUDA device discovery, the device allocator and host<->device transfers. The
-// caching allocator and the rest of the backend build on these.
+// CUDA device discovery, the registration of the caching allocator as the cuda device's
+// allocator, and host<->device transfers.
 #include "cuda/runtime.h"
 
-#include <cuda_runtime.h>
-
-#include <mutex>
-
+#include "cuda/caching_allocator.h"
+#include "cuda/cuda_api.h"
 #include "framework/allocator.h"
 #include "framework/error.h"
 #include "ops/copy_kernels.h"
@@ -38,47 +36,30 @@ const Probe& probe() {
   return p;
 }
 
-class DeviceAllocator : public Allocator {
- public:
-  explicit DeviceAllocator(int index) : index_(index) {}
-  void* allocate(size_t n) override {
-    if (n == 0) return nullptr;
-    HG_CUDA_CHECK(cudaSetDevice(index_));
-    void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, n);
-    if (e != cudaSuccess)
-      throw Error(detail::concat("cuda:", index_, ": could not allocate ", n, " bytes: ", cudaGetErrorString(e)));
-    return p;
-  }
-  void deallocate(void* p, size_t) override { cudaFree(p); }
-
- private:
-  int index_;
-};
-
 Allocator* allocator(int index) {
   const Probe& p = probe();
   HG_CHECK(p.count > 0, "cuda:", index, " is not available: ", p.reason, " (use the cpu device, or Device::automatic())");
   HG_CHECK(index >= 0 && index < p.count, "cuda:", index, " does not exist: ", p.count, " CUDA device(s) found");
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<DeviceAllocator>> per_device;
-  std::lock_guard<std::mutex> lock(mu);
-  if (per_device.empty())
-    for (int i = 0; i < p.count; ++i) per_device.push_back(std::make_unique<DeviceAllocator>(i));
-  return per_device[static_cast<size_t>(index)].get();
+  return &caching_allocator(index);
 }
 
-// Both tensors contiguous, same dtype and size; one side on the CPU.
+// Both tensors contiguous, same dtype and size; one side on the CPU. On the device's
+// current stream, then waited for: the host buffer may be freed as soon as this returns.
 void transfer(const Tensor& dst, const Tensor& src) {
   const size_t n = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype());
-  cudaMemcpyKind kind = dst.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
-  HG_CUDA_CHECK(cudaMemcpy(dst.data_ptr(), src.data_ptr(), n, kind));
+  const Device d = dst.device().is_cpu() ? src.device() : dst.device();
+  const cudaMemcpyKind kind = dst.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+  const Stream s = current_stream(d.index);
+  HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), n, kind, static_cast<cudaStream_t>(s.handle())));
+  s.synchronize();
 }
 
 const bool registered = [] {
   register_allocator(DeviceKind::cuda, &allocator);
   transfer_stub.set(DeviceKind::cuda, &transfer);
-  g_cuda_available = [] { return probe().count > 0; };
+  // Device::automatic() means "a GPU if there is one": the emulation is for tests, so it
+  // is used only where cuda:0 is asked for.
+  g_cuda_available = [] { return !is_emulated() && probe().count > 0; };
   return true;
 }();
 }  // namespace
@@ -86,8 +67,25 @@ const bool registered = [] {
 int device_count() { return probe().count; }
 std::string unavailable_reason() { return probe().reason; }
 
+bool is_emulated() {
+#ifdef HG_CUDA_EMULATION
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string device_name(int device) {
+  HG_CHECK(device >= 0 && device < device_count(), "cuda:", device, " does not exist: ", device_count(),
+           " CUDA device(s) available", device_count() == 0 ? " (" + unavailable_reason() + ")" : std::string());
+  cudaDeviceProp p;
+  HG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return is_emulated() ? std::string(p.name) + " (emulated on the CPU)" : std::string(p.name);
+}
+
 void check(int err, const char* what, const char* file, int line) {
   if (err == cudaSuccess) return;
+  cudaGetLastError();  // reported here; the next launch check must not see it again
   throw Error(detail::concat(what, ": ", cudaGetErrorString(static_cast<cudaError_t>(err)), " (", file, ":", line, ")"));
 }
 

@@ -1,0 +1,68 @@
+// The CUDA execution model on the CPU. A grid's blocks run on a few host threads, one
+// block per host thread at a time; a block's CUDA threads are fibers that run, between two
+// synchronisation points, in an order drawn from a seeded generator, so a kernel that
+// forgets a __syncthreads gives different answers under different seeds. Barriers and warp
+// collectives are rendezvous: a fiber that arrives waits (yields) until all it waits for
+// have arrived. A deadlock, a misused collective or any emulation check raises hg::Error
+// naming the block and the seed (HG_EMU_SEED) that replays the schedule.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cuda/emu/runtime_api.h"
+
+// The built-in variables, per CUDA thread: the scheduler sets them for each fiber it runs.
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
+
+namespace hg::cuda::emu {
+
+// What each CUDA thread runs: invoke(ctx), typically the kernel with its arguments.
+struct KernelBody {
+  void (*invoke)(const void* ctx);
+  const void* ctx;
+};
+
+// Runs every block of the grid and returns when all are done (launches are synchronous).
+// Throws hg::Error on an emulation failure; the launcher has checked the configuration.
+void run_grid(dim3 grid, dim3 block, size_t dynamic_smem_bytes, KernelBody body);
+
+// The schedule seed: HG_EMU_SEED when set, otherwise drawn once per process and printed
+// at the first launch. A block's schedule depends only on the seed and the block's index,
+// so a failure replays with the same seed whatever ran before it.
+uint64_t seed();
+void set_seed(uint64_t s);
+// Host threads that run blocks in parallel: HG_EMU_THREADS, default min(4, cores).
+int host_threads();
+void set_host_threads(int n);
+
+// --- Called from inside a kernel (on a fiber) ---------------------------------------
+bool in_kernel();
+void block_barrier();          // __syncthreads
+void* dynamic_shared_memory(); // the block's `extern __shared__` buffer (nullptr if none)
+unsigned lane_id();
+// Throws hg::Error: what went wrong, with the CUDA thread and block that did it.
+[[noreturn]] void fail(const std::string& what);
+
+// A warp collective: every lane named in `mask` that exists in the warp calls this with
+// the same `op` (a static string naming the instruction) and `combine`; the last lane to
+// arrive runs combine(lanes, members) once for all of them, where lanes[i] holds lane
+// i's `in` and `out` pointers (valid for lanes in members); then each lane returns.
+struct LaneSlot {
+  const void* in;
+  void* out;
+};
+using Combine = void (*)(const LaneSlot* lanes, uint32_t members);
+void warp_collective(uint32_t mask, const char* op, Combine combine, const void* in, void* out);
+
+// cp.async: the copy is queued on the calling thread and done at the cp_async_wait that
+// retires its group (or when the thread exits), never earlier, so a kernel that reads the
+// destination before waiting reads stale data under emulation too.
+void cp_async(void* dst, const void* src, unsigned cp_bytes, unsigned src_bytes);
+void cp_async_commit();
+void cp_async_wait(unsigned groups_left_pending);
+
+}  // namespace hg::cuda::emu

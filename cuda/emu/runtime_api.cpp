@@ -1,0 +1,276 @@
+// The CUDA runtime API on the host, for the emulated device. Every call checks what the
+// real runtime checks (known device pointers, ranges inside one allocation, valid handles)
+// and answers with the same error codes, so the backend's error paths run in CI too.
+#include "cuda/emu/runtime_api.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace {
+
+thread_local cudaError_t t_last_error = cudaSuccess;
+
+cudaError_t fail(cudaError_t e) {
+  t_last_error = e;
+  return e;
+}
+
+size_t default_memory_limit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : size_t{8} << 30;
+}
+
+// Device allocations by start address, for cudaFree and for the range checks of copies.
+struct DeviceMemory {
+  std::mutex mu;
+  std::map<uintptr_t, size_t> blocks;
+  size_t allocated = 0;
+  size_t limit = default_memory_limit();
+
+  // True when [p, p+n) lies inside one allocation.
+  bool contains(const void* p, size_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks.upper_bound(a);
+    if (it == blocks.begin()) return false;
+    --it;
+    return a - it->first <= it->second && n <= it->second - (a - it->first);
+  }
+};
+
+DeviceMemory& memory() {
+  static DeviceMemory m;
+  return m;
+}
+
+int t_device = 0;
+
+}  // namespace
+
+struct CUstream_st {
+  int device = 0;
+};
+
+struct CUevent_st {
+  bool timing = true;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point when;
+};
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (!count) return fail(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  t_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (!device) return fail(cudaErrorInvalidValue);
+  *device = t_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!prop) return fail(cudaErrorInvalidValue);
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  *prop = {};
+  std::strncpy(prop->name, "halfgrad CUDA emulation (sm_80 model)", sizeof(prop->name) - 1);
+  prop->totalGlobalMem = memory().limit;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlockOptin = 163 * 1024;  // an A100's opt-in limit
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->major = 8;
+  prop->minor = 0;
+  prop->multiProcessorCount = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = t_last_error;
+  t_last_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError() { return t_last_error; }
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unrecognized error code";
+}
+
+cudaError_t cudaMalloc(void** ptr, size_t size) {
+  if (!ptr) return fail(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  DeviceMemory& m = memory();
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (size > m.limit - m.allocated) return fail(cudaErrorMemoryAllocation);
+    m.allocated += size;
+  }
+  // Exactly `size` bytes, so AddressSanitizer sees the true end of the allocation; 256-byte
+  // alignment as cudaMalloc guarantees.
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, size) != 0) {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.allocated -= size;
+    return fail(cudaErrorMemoryAllocation);
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.blocks.emplace(reinterpret_cast<uintptr_t>(p), size);
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  DeviceMemory& m = memory();
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    auto it = m.blocks.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == m.blocks.end()) return fail(cudaErrorInvalidDevicePointer);
+    m.allocated -= it->second;
+    m.blocks.erase(it);
+  }
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (!free || !total) return fail(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(memory().mu);
+  *total = memory().limit;
+  *free = memory().limit - std::min(memory().allocated, memory().limit);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  if (count == 0) return cudaSuccess;
+  if (!dst || !src) return fail(cudaErrorInvalidValue);
+  DeviceMemory& m = memory();
+  const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool src_device = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return fail(cudaErrorInvalidMemcpyDirection);
+  if ((dst_device && !m.contains(dst, count)) || (src_device && !m.contains(src, count)))
+    return fail(cudaErrorInvalidValue);
+  std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemset(void* ptr, int value, size_t count) {
+  if (count == 0) return cudaSuccess;
+  if (!memory().contains(ptr, count)) return fail(cudaErrorInvalidValue);
+  std::memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t) { return cudaMemset(ptr, value, count); }
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+  if (!stream) return fail(cudaErrorInvalidValue);
+  *stream = new CUstream_st{t_device};
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!stream) return fail(cudaErrorInvalidResourceHandle);
+  delete stream;
+  return cudaSuccess;
+}
+
+// Work is done when it is issued, so a stream is always idle.
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned int) {
+  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (!event) return fail(cudaErrorInvalidValue);
+  *event = new CUevent_st{(flags & cudaEventDisableTiming) == 0, false, {}};
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!event) return fail(cudaErrorInvalidResourceHandle);
+  delete event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  if (!event) return fail(cudaErrorInvalidResourceHandle);
+  event->recorded = true;
+  event->when = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) { return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle); }
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms) return fail(cudaErrorInvalidValue);
+  if (!start || !end || !start->timing || !end->timing) return fail(cudaErrorInvalidResourceHandle);
+  if (!start->recorded || !end->recorded) return fail(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  return cudaSuccess;
+}
+
+namespace hg::cuda::emu {
+
+void set_memory_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(memory().mu);
+  memory().limit = bytes ? bytes : default_memory_limit();
+}
+
+size_t memory_allocated() {
+  std::lock_guard<std::mutex> lock(memory().mu);
+  return memory().allocated;
+}
+
+cudaError_t set_last_error(cudaError_t err) { return fail(err); }
+
+}  // namespace hg::cuda::emu
