@@ -1,5 +1,6 @@
 // Kernels that run each primitive of cuda/primitives/ once per lane with inputs and outputs
 // indexed by lane, so the tests can compare against the PTX ISA's definitions.
+// claims: tensor cores (.ci/ptx_check requires mma.sync in this file's PTX)
 #include <cstring>
 
 #include "cuda/launch.h"
