@@ -1,0 +1,110 @@
+// conv2d's three kernels on cuda:0 against the CPU's (stride, padding, dilation, groups,
+// depthwise, pointwise; every floating dtype; outputs poisoned first), and conv2d /
+// conv_transpose2d with their gradients through autograd.
+#include <catch2/catch.hpp>
+
+#include "ops/conv2d_kernels.h"
+#include "tests/cuda/op_compare.h"
+#include "tests/devices.h"
+
+using namespace hg;
+using hg::test::kCuda;
+
+namespace {
+
+struct ConvCase {
+  Shape x, w;  // [N, H, W, C], [K, R, S, C/groups]
+  ConvParams p;
+  const char* what;
+};
+
+// Odd image sizes and channel counts, so no GEMM dimension divides its tile.
+const ConvCase kCases[] = {
+    {{2, 9, 9, 5}, {7, 3, 3, 5}, {{1, 1}, {1, 1}, {1, 1}, 1}, "3x3 same"},
+    {{2, 9, 9, 5}, {6, 3, 3, 5}, {{2, 2}, {1, 1}, {1, 1}, 1}, "3x3 stride 2"},
+    {{1, 11, 10, 4}, {4, 3, 2, 4}, {{1, 2}, {2, 0}, {2, 1}, 1}, "dilated, asymmetric"},
+    {{2, 9, 9, 6}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 2}, "2 groups"},
+    {{2, 9, 9, 6}, {6, 3, 3, 1}, {{1, 1}, {1, 1}, {1, 1}, 6}, "depthwise"},
+    {{2, 9, 9, 5}, {3, 1, 1, 5}, {{1, 1}, {0, 0}, {1, 1}, 1}, "pointwise"},
+    {{1, 8, 8, 3}, {5, 2, 2, 3}, {{2, 2}, {0, 0}, {1, 1}, 1}, "2x2 stride 2"},
+};
+
+Shape output_shape(const ConvCase& c) {
+  const int64_t P = (c.x[1] + 2 * c.p.padding[0] - c.p.dilation[0] * (c.w[1] - 1) - 1) / c.p.stride[0] + 1;
+  const int64_t Q = (c.x[2] + 2 * c.p.padding[1] - c.p.dilation[1] * (c.w[2] - 1) - 1) / c.p.stride[1] + 1;
+  return {c.x[0], P, Q, c.w[0]};
+}
+
+using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
+
+// Runs `stub` on the CPU and (into a poisoned output) on cuda:0 and compares.
+void compare_stub(const Stub& stub, const Tensor& a, const Tensor& b, const Shape& out, const ConvParams& p) {
+  Tensor want = empty(out, {a.dtype(), Device::cpu()});
+  stub(Device::cpu(), a, b, want, p);
+  Tensor got = test::poisoned(out, a.dtype(), kCuda);
+  stub(kCuda, a.to(kCuda), b.to(kCuda), got, p);
+  test::require_close(got, want);
+}
+
+}  // namespace
+
+TEST_CASE("cuda conv2d forward, input and weight gradients equal the CPU's", "[cuda][ops][conv2d]") {
+  HG_REQUIRE_CUDA();
+  uint64_t seed = 100;
+  for (const ConvCase& c : kCases) {
+    for (DType dt : test::kFloatingDtypes) {
+      INFO(c.what << " " << dtype_name(dt));
+      const Shape ys = output_shape(c);
+      const Tensor x = test::random_cpu(c.x, dt, ++seed), w = test::random_cpu(c.w, dt, ++seed);
+      const Tensor gy = test::random_cpu(ys, dt, ++seed);
+      {
+        INFO("forward");
+        compare_stub(conv2d_forward_stub, x, w, ys, c.p);
+      }
+      {
+        INFO("input gradient");
+        compare_stub(conv2d_dgrad_stub, gy, w, c.x, c.p);
+      }
+      {
+        INFO("weight gradient");
+        compare_stub(conv2d_wgrad_stub, gy, x, c.w, c.p);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda conv2d kernels refuse non-contiguous tensors", "[cuda][ops][conv2d]") {
+  HG_REQUIRE_CUDA();
+  const Tensor x = zeros({1, 5, 5, 2}, {f32, kCuda}), w = zeros({2, 3, 3, 2}, {f32, kCuda});
+  const Tensor y = zeros({1, 3, 3, 2}, {f32, kCuda});
+  REQUIRE_THROWS_WITH(conv2d_forward_stub(kCuda, x.transpose(1, 2), w, y, ConvParams{}),
+                      Catch::Matchers::Contains("contiguous"));
+}
+
+TEST_CASE("conv2d and conv_transpose2d on cuda: outputs and gradients equal the CPU's", "[cuda][ops][conv2d]") {
+  HG_REQUIRE_CUDA();
+  for (DType dt : test::kFloatingDtypes) {
+    INFO(dtype_name(dt));
+    const Tensor x0 = test::random_cpu({2, 9, 9, 4}, dt, 7), w0 = test::random_cpu({6, 3, 3, 2}, dt, 8);
+    for (bool transposed : {false, true}) {
+      INFO((transposed ? "conv_transpose2d" : "conv2d"));
+      Tensor out[2], gx[2], gw[2];
+      for (int d = 0; d < 2; ++d) {
+        const Device dev = d == 0 ? Device::cpu() : kCuda;
+        Tensor x = x0.to(dev).detach(), w = (transposed ? w0.narrow(0, 0, 4) : w0).to(dev).detach();
+        x.set_requires_grad();
+        w.set_requires_grad();
+        out[d] = transposed ? conv_transpose2d(x, w, Tensor(), {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2})
+                            : conv2d(x, w, Tensor(), {{2, 1}, {1, 1}, {1, 1}, 2});
+        const Tensor g = test::random_cpu(out[d].shape(), dt, 9).to(dev);
+        out[d].backward(g);
+        gx[d] = x.grad();
+        gw[d] = w.grad();
+      }
+      REQUIRE(out[1].device() == kCuda);
+      test::require_close(out[1], out[0]);
+      test::require_close(gx[1], gx[0]);
+      test::require_close(gw[1], gw[0]);
+    }
+  }
+}
