@@ -43,9 +43,19 @@ Allocator* allocator(int index) {
   return &caching_allocator(index);
 }
 
-// Both tensors contiguous, same dtype and size; one side on the CPU. On the device's
-// current stream, then waited for: the host buffer may be freed as soon as this returns.
+// Same dtype and shape; one side on the CPU. On the device's current stream, then waited
+// for: the host buffer may be freed as soon as this returns. A non-contiguous side goes
+// through a contiguous staging copy on its own device.
 void transfer(const Tensor& dst, const Tensor& src) {
+  HG_CHECK(dst.dtype() == src.dtype() && dst.shape() == src.shape(), "transfer: ", dtype_name(src.dtype()),
+           shape_str(src.shape()), " to ", dtype_name(dst.dtype()), shape_str(dst.shape()), ": dtype and shape must match");
+  if (!src.is_contiguous()) return transfer(dst, src.detach().contiguous());
+  if (!dst.is_contiguous()) {
+    const Tensor staged = empty(dst.shape(), {dst.dtype(), dst.device()});
+    transfer(staged, src);
+    copy_stub(dst.device(), dst, staged);
+    return;
+  }
   const size_t n = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype());
   const Device d = dst.device().is_cpu() ? src.device() : dst.device();
   const cudaMemcpyKind kind = dst.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
