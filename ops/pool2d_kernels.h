@@ -18,11 +18,11 @@ struct Pool2dGeometry {
 };
 
 // The output rows [lo, hi) whose windows cover input row h (likewise for columns):
-// window p spans input rows [p*sh - ph, p*sh - ph + R).
+// window p spans input rows [p*sh - ph, p*sh - ph + R). constexpr so cuda kernels call it.
 struct WindowRange {
   int64_t lo, hi;
 };
-inline WindowRange windows_covering(int64_t h, int64_t kernel, int64_t stride, int64_t pad, int64_t out) {
+constexpr WindowRange windows_covering(int64_t h, int64_t kernel, int64_t stride, int64_t pad, int64_t out) {
   const int64_t first = h + pad - kernel + 1;  // the lowest window start that still reaches h
   const int64_t lo = first > 0 ? (first + stride - 1) / stride : 0;
   const int64_t hi = (h + pad) / stride + 1;

@@ -18,8 +18,9 @@ struct LinearTap {
 
 // Half-pixel centres (align_corners=false): o maps to (o + 0.5) / scale - 0.5, clamped
 // at 0 below and by repeating the last input above, as PyTorch does. F is the compute type.
+// constexpr so that cuda kernels call it too.
 template <class F>
-inline LinearTap<F> linear_tap(int64_t o, int64_t scale, int64_t in_size) {
+constexpr LinearTap<F> linear_tap(int64_t o, int64_t scale, int64_t in_size) {
   F src = (static_cast<F>(o) + F(0.5)) / static_cast<F>(scale) - F(0.5);
   if (src < F(0)) src = F(0);
   const int64_t i0 = static_cast<int64_t>(src);

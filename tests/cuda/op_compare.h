@@ -30,7 +30,7 @@ inline Tensor poisoned(const Shape& s, DType dt, Device d) {
 
 // Relative tolerance for outputs of dtype dt; the absolute part scales with the
 // reference's magnitude, since sums can cancel to values near zero.
-inline double tolerance(DType dt) {
+inline double sum_tolerance(DType dt) {
   switch (dt) {
     case DType::f64: return 1e-12;
     case DType::f32: return 2e-5;
@@ -40,7 +40,7 @@ inline double tolerance(DType dt) {
 }
 
 // Requires `got` (any device) to equal the CPU result `want` elementwise within
-// tolerance(want.dtype()), NaN where want is NaN; reports the first element that differs.
+// sum_tolerance(want.dtype()), NaN where want is NaN; reports the first element that differs.
 inline void require_close(const Tensor& got, const Tensor& want, double tol_scale = 1.0) {
   REQUIRE(got.defined());
   REQUIRE(got.shape() == want.shape());
@@ -52,7 +52,7 @@ inline void require_close(const Tensor& got, const Tensor& want, double tol_scal
   double scale = 0;
   for (int64_t i = 0; i < n; ++i)
     if (std::isfinite(pw[i])) scale = std::max(scale, std::abs(pw[i]));
-  const double rtol = tolerance(want.dtype()) * tol_scale, atol = rtol * scale;
+  const double rtol = sum_tolerance(want.dtype()) * tol_scale, atol = rtol * scale;
   for (int64_t i = 0; i < n; ++i) {
     const bool ok = std::isnan(pw[i]) ? std::isnan(pg[i])
                     : std::isinf(pw[i]) ? pg[i] == pw[i]
