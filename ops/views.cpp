@@ -15,26 +15,32 @@ Tensor alias(const Tensor& t, Shape shape, Strides strides, int64_t offset) {
   return make_tensor(t.storage(), std::move(shape), std::move(strides), offset, t.dtype());
 }
 
-// Resolves one -1 and checks the element count.
+// Resolves one -1 and checks the element count (without overflow: a zero size makes any
+// other sizes fine, else a product past 2^63 is an error).
 Shape infer_shape(const Shape& want, int64_t numel, const Shape& from, const char* op) {
   Shape s = want;
   int64_t known = 1, infer = -1;
+  bool zero = false, overflow = false;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       HG_CHECK(infer < 0, op, ": only one size may be -1, got ", shape_str(want));
       infer = static_cast<int64_t>(i);
     } else {
       HG_CHECK(s[i] >= 0, op, ": invalid size ", s[i], " in ", shape_str(want));
-      known *= s[i];
+      zero |= s[i] == 0;
+      overflow |= __builtin_mul_overflow(known, s[i], &known);
     }
   }
+  if (zero) known = 0;
+  HG_CHECK(zero || !overflow, op, ": shape ", shape_str(want), " has more than 2^63 elements");
   if (infer >= 0) {
     HG_CHECK(known != 0 && numel % known == 0, op, ": cannot infer the -1 in ", shape_str(want), " for ",
              shape_str(from), " (", numel, " elements)");
     s[static_cast<size_t>(infer)] = numel / known;
   }
-  HG_CHECK(numel_of(s) == numel, op, ": shape ", shape_str(want), " has ", numel_of(s),
-           " elements but the tensor of shape ", shape_str(from), " has ", numel);
+  const int64_t total = infer >= 0 ? known * s[static_cast<size_t>(infer)] : known;
+  HG_CHECK(total == numel, op, ": shape ", shape_str(want), " has ", total, " elements but the tensor of shape ",
+           shape_str(from), " has ", numel);
   return s;
 }
 

@@ -160,7 +160,7 @@ bool step(Rng& rng, Tensor& t, Ref& r) {
                    const int64_t e0 = std::clamp<int64_t>(end < 0 ? std::max(end, -n) + n : end, s0, n);
                    r.offset += s0 * r.strides[d];
                    r.shape[d] = e0 == s0 ? 0 : (e0 - s0 - 1) / stride + 1;
-                   r.strides[d] *= stride;
+                   if (r.shape[d] > 1) r.strides[d] *= stride;  // else the stride is never used
                  });
   }
   if (op == 4) {  // select
