@@ -13,8 +13,9 @@ struct PhiloxKey {
   uint64_t stream;  // which draw of the generator
 };
 
-// Four 32-bit outputs for (key, counter) after 10 Philox rounds.
-inline std::array<uint32_t, 4> philox4x32(PhiloxKey key, uint64_t counter) {
+// Four 32-bit outputs for (key, counter) after 10 Philox rounds. constexpr so that cuda
+// kernels (nvcc --expt-relaxed-constexpr) run this very function: the same stream everywhere.
+constexpr std::array<uint32_t, 4> philox4x32(PhiloxKey key, uint64_t counter) {
   uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
   uint32_t c2 = static_cast<uint32_t>(key.stream), c3 = static_cast<uint32_t>(key.stream >> 32);
   uint32_t k0 = static_cast<uint32_t>(key.seed), k1 = static_cast<uint32_t>(key.seed >> 32);
@@ -32,8 +33,8 @@ inline std::array<uint32_t, 4> philox4x32(PhiloxKey key, uint64_t counter) {
 }
 
 // Uniform in [0, 1) with 24 random bits (f32) or 53 (f64).
-inline float uniform_f32(uint32_t u) { return static_cast<float>(u >> 8) * 0x1.0p-24f; }
-inline double uniform_f64(uint32_t hi, uint32_t lo) {
+constexpr float uniform_f32(uint32_t u) { return static_cast<float>(u >> 8) * 0x1.0p-24f; }
+constexpr double uniform_f64(uint32_t hi, uint32_t lo) {
   return static_cast<double>(((uint64_t{hi} << 32) | lo) >> 11) * 0x1.0p-53;
 }
 

@@ -1,0 +1,111 @@
+// The loss scaler's kernels on cuda against the CPU's: the multi-tensor unscale with
+// per-tensor non-finite counts and the found-inf flag, the scale update state machine, and
+// a few AMP training steps (autocast f16, GradScaler, Adam) of an MLP on cuda vs the CPU.
+#include <catch2/catch.hpp>
+
+#include "ops/amp_kernels.h"
+#include "tests/cuda/ops_compare.h"
+
+using namespace hg;
+using hg::test::kCuda;
+
+TEST_CASE("the multi-tensor unscale on cuda matches the CPU, counts and flag included", "[cuda][ops][amp]") {
+  HG_REQUIRE_CUDA();
+  // Sizes around the block chunk (16384) and odd ones; every dtype; infs planted in two.
+  const std::vector<std::pair<int64_t, DType>> spec{{5, f32}, {16385, f16}, {1000, bf16}, {33000, f32}, {7, f64}, {300, f16}};
+  std::vector<Tensor> cpu, dev;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    Tensor g = test::random_input({spec[i].first}, spec[i].second, 50 + i, -6e4, 6e4);
+    if (i == 1) fill_(g.narrow(0, 16384, 1), INFINITY);
+    if (i == 3) fill_(g.narrow(0, 100, 3), NAN);
+    cpu.push_back(g.clone());
+    dev.push_back(g.to(kCuda));
+  }
+  for (const float inv : {1.0f / 65536.0f, 4.0f}) {  // 4: f16 values above 16376 overflow when unscaled
+    INFO("inv_scale " << inv);
+    std::vector<Tensor> c, d;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      c.push_back(cpu[i].clone());
+      d.push_back(dev[i].clone());
+    }
+    Tensor inv_c = scalar_tensor(inv), found_c = scalar_tensor(0.0), counts_c = full({6}, -1, {i64});
+    Tensor inv_d = inv_c.to(kCuda), found_d = found_c.to(kCuda), counts_d = full({6}, -1, {i64, kCuda});
+    unscale_and_check_stub(Device::cpu(), c, inv_c, found_c, counts_c);
+    unscale_and_check_stub(kCuda, d, inv_d, found_d, counts_d);
+    REQUIRE(counts_d.to(Device::cpu()).to_vector<int64_t>() == counts_c.to_vector<int64_t>());
+    REQUIRE(found_d.item<float>() == found_c.item<float>());
+    REQUIRE(found_c.item<float>() == 1.0f);
+    for (size_t i = 0; i < c.size(); ++i) test::require_same(d[i], c[i]);
+  }
+  // All finite: the flag stays as it was, every count 0.
+  std::vector<Tensor> fine{test::random_input({999}, f32, 3).to(kCuda)};
+  Tensor found = scalar_tensor(0.0, {f32, kCuda}), counts = full({1}, 9, {i64, kCuda});
+  unscale_and_check_stub(kCuda, fine, scalar_tensor(0.5, {f32, kCuda}), found, counts);
+  REQUIRE(found.item<float>() == 0.0f);
+  REQUIRE(counts.item<int64_t>() == 0);
+}
+
+TEST_CASE("the scale update on cuda follows the CPU's state machine", "[cuda][ops][amp]") {
+  HG_REQUIRE_CUDA();
+  const ScaleUpdateParams p{.growth_factor = 2.0, .backoff_factor = 0.5, .growth_interval = 3, .hysteresis = 2,
+                            .min_scale = 1.0, .max_scale = 1e6};
+  Tensor s_c = scalar_tensor(1024.0), g_c = scalar_tensor(0, {i64}), h_c = scalar_tensor(2, {i64});
+  Tensor s_d = s_c.to(kCuda), g_d = g_c.to(kCuda), h_d = h_c.to(kCuda);
+  const int infs[] = {0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (int step = 0; step < static_cast<int>(std::size(infs)); ++step) {
+    INFO("step " << step);
+    const Tensor f = scalar_tensor(infs[step] ? (step % 2 ? INFINITY : 1.0) : 0.0);
+    update_scale_stub(Device::cpu(), s_c, g_c, h_c, f, p);
+    update_scale_stub(kCuda, s_d, g_d, h_d, f.to(kCuda), p);
+    REQUIRE(s_d.item<float>() == s_c.item<float>());
+    REQUIRE(g_d.item<int64_t>() == g_c.item<int64_t>());
+    REQUIRE(h_d.item<int64_t>() == h_c.item<int64_t>());
+  }
+  REQUIRE(s_c.item<float>() == 1.0f);  // backed off down to min_scale
+}
+
+TEST_CASE("AMP training of an MLP on cuda follows the same run on the CPU", "[cuda][ops][amp][training]") {
+  HG_REQUIRE_CUDA();
+  Generator g(21);
+  const Tensor x = randn({32, 12}, {f32}, &g), y = randn({32, 3}, {f32}, &g);
+  auto train = [&](Device d) {
+    manual_seed(4);
+    MLP mlp(12, {24}, 3);
+    mlp.to(d);
+    optim::Adam opt(mlp.named_parameters(), optim::AdamOptions{.lr = 0.01});
+    amp::GradScalerOptions so;
+    so.growth_interval = 2;
+    amp::GradScaler scaler(so, d);
+    std::vector<double> losses;
+    const Tensor xd = x.to(d), yd = y.to(d);
+    for (int step = 0; step < 6; ++step) {
+      Tensor loss;
+      {
+        amp::Autocast ac(f16);
+        loss = mean(square(mlp(xd).to(f32) - yd));
+      }
+      losses.push_back(loss.item<double>());
+      scaler.scale(loss).backward();
+      scaler.step(opt);
+      scaler.update();
+      opt.zero_grad();
+    }
+    losses.push_back(scaler.get_scale());
+    return losses;
+  };
+  const std::vector<double> on_cpu = train(Device::cpu());
+  std::vector<double> on_cuda;
+  try {
+    on_cuda = train(kCuda);
+  } catch (const Error& e) {
+    // The optimizers' cuda support is another part of issue 8; until it lands this is a skip.
+    if (std::string(e.what()).find("optimizers run on the CPU only") != std::string::npos) HG_SKIP(e.what());
+    throw;
+  }
+  REQUIRE(on_cuda.back() == on_cpu.back());  // the same scale after growth
+  REQUIRE(on_cpu[5] < on_cpu[0]);            // it learns
+  for (size_t s = 0; s + 1 < on_cpu.size(); ++s) {
+    INFO("step " << s);
+    CHECK(on_cuda[s] == Approx(on_cpu[s]).epsilon(5e-3));
+  }
+}
