@@ -81,7 +81,8 @@ Recipe recipe(const std::string& mode) {
   } else if (mode == "fp16") {
     r.mode = Mode::fp16;
     r.policy = Policy::parse("params=f16,compute=f16,output=f16,batchnorm=params");
-    r.description = "O3 (naive): parameters, activations and gradients in f16, no loss scaling";
+    r.optimizer_state_in_param_dtype = true;
+    r.description = "O3 (naive): parameters, activations, gradients and Adam's moments in f16, no loss scaling";
   } else {
     throw Error("unknown precision mode '" + mode + "'; valid: fp32, amp, amp-master, bf16, fp16");
   }

@@ -36,6 +36,9 @@ struct Recipe {
   std::optional<DType> autocast;    // dtype of the Autocast region around forward
   bool master_weights = false;      // optimizer steps f32 copies of f16 parameters (O2)
   bool loss_scaling = false;        // dynamic GradScaler
+  // The optimizer keeps its state in the parameters' dtype (naive fp16: what Adam does
+  // for a PyTorch model cast with .half()); see Optimizer::set_state_in_param_dtype.
+  bool optimizer_state_in_param_dtype = false;
   std::string description;
 };
 

@@ -129,12 +129,15 @@ Result bf16_autocast(const Data& d) {
   return r;
 }
 
-// O3, what not to do: everything in f16, BatchNorm included, no master weights, no
-// scaling. Small gradients flush to zero and small updates round away.
+// O3, what not to do: everything in f16, BatchNorm and Adam's moments included (as
+// PyTorch's Adam keeps them for a .half() model), no master weights, no scaling. Small
+// gradients flush to zero, small updates round away, and second moments flush so
+// updates become m / eps.
 Result fp16_naive(const Data& d) {
   MLP model = make_model();
   amp::cast_model(model, f16, /*keep_batchnorm_f32=*/false);
   optim::Adam opt(model.named_parameters(), {.lr = kLr});
+  opt.set_state_in_param_dtype(true);
   optim::CosineAnnealingLR sched(opt, kSteps);
   const Tensor x = d.x.to(f16), y = d.y.to(f16);
   Result r;

@@ -62,6 +62,11 @@ void diagnose(Report& report) {
       d += fmt("%.2f%% of weight-gradient elements lie below 2^-24 and would flush to zero in f16 without loss scaling. ",
                100 * under);
     }
+    if (r.adam_v_flushed_fraction > 0.001)
+      d += fmt("Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): %.1f%% of "
+               "its second-moment elements flushed to zero although their gradient was not, so their update "
+               "became m / eps with eps = 1e-8, orders of magnitude too large. ",
+               100 * r.adam_v_flushed_fraction);
     if (lost > 0.05)
       d += fmt("Over the sampled steps %.1f%% of weight updates were rounded away", 100 * lost) +
            " (smaller than half an ulp of the " + std::string(r.precision == "fp16" ? "f16" : "stored") + " weight). ";

@@ -99,6 +99,7 @@ void run_json(JsonWriter& j, const RunResult& run) {
   j.end_array();
   j.field("diagnosis", run.diagnosis);
   j.field("numerics_worst", run.numerics_worst);
+  j.field("adam_v_flushed_fraction", run.adam_v_flushed_fraction);
   j.end_object();
 }
 

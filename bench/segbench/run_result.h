@@ -89,6 +89,9 @@ struct RunResult {
   std::vector<FallbackEvent> fallback_events;
   std::string diagnosis;         // one paragraph: what went wrong in this mode and why ("" if nothing)
   std::string numerics_worst;    // the numerics monitor's worst offenders for f16, one per line
+  // With the optimizer's state in f16: the largest fraction, over the steps checked, of
+  // Adam second-moment elements that were 0 although their gradient was not (-1: n/a).
+  double adam_v_flushed_fraction = -1;
   // Sample predictions on the first validation images: argmax labels, size*size each.
   std::vector<std::vector<int64_t>> sample_predictions;
 };

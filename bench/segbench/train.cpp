@@ -74,6 +74,24 @@ std::vector<LayerStats> gradient_stats(const std::vector<std::pair<std::string, 
   return out;
 }
 
+// Fraction of Adam's second-moment elements that are 0 although the gradient just
+// applied was not: with f16 state, g^2 below 2^-24 flushes and the update becomes m/eps.
+double flushed_second_moments(const optim::Adam& opt) {
+  int64_t flushed = 0, total = 0;
+  const auto& params = opt.param_groups()[0].params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const optim::ParamState* st = opt.state(0, i);
+    if (!st || !params[i].grad().defined()) continue;
+    std::vector<double> v = st->buffers.at("exp_avg_sq").to_vector<double>();
+    std::vector<double> g = params[i].grad().to_vector<double>();
+    for (size_t k = 0; k < v.size(); ++k) {
+      total += g[k] != 0;
+      flushed += g[k] != 0 && v[k] == 0;
+    }
+  }
+  return total ? static_cast<double>(flushed) / static_cast<double>(total) : 0.0;
+}
+
 int64_t max_rss_bytes() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -127,6 +145,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   if (rc.master_weights) mw = std::make_unique<amp::MasterWeights>(model.named_parameters());
   const auto opt_params = mw ? mw->params() : model.named_parameters();
   optim::Adam opt(opt_params, optim::AdamOptions{.lr = cfg.lr});
+  opt.set_state_in_param_dtype(rc.optimizer_state_in_param_dtype);
   optim::CosineAnnealingLR sched(opt, cfg.steps);
   amp::GradScalerOptions so;
   so.enabled = rc.loss_scaling;
@@ -210,6 +229,8 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       }
     }
     if (mw) mw->copy_master_to_model();
+    if (rc.optimizer_state_in_param_dtype && !res.skipped() && (sampled || step < 20))
+      r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, flushed_second_moments(opt));
     sched.step();
     opt.zero_grad();
     model.zero_grad();

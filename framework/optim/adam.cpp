@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "framework/optim/state_type.h"
 #include "ops/cpu/loops.h"
 
 namespace hg::optim {
@@ -81,16 +82,21 @@ void Adam::update(const Tensor& param, const Tensor& grad, ParamState& st, doubl
                            static_cast<C>(options_.eps),
                            options_.amsgrad};
     T* p = param.data<T>();
-    C* m = st.buffers.at("exp_avg").data<C>();
-    C* v = st.buffers.at("exp_avg_sq").data<C>();
-    C* v_max = options_.amsgrad ? st.buffers.at("max_exp_avg_sq").data<C>() : nullptr;
-    visit_floating(grad.dtype(), "Adam.step", [&]<typename G>() {
-      const G* g = grad.data<G>();
-      cpu::parallel_for(n, 16, [&](int64_t begin, int64_t end) {
-        C unused = 0;
-        for (int64_t i = begin; i < end; ++i)
-          p[i] = store<T>(adam_element<C>(load(p[i]), static_cast<C>(load(g[i])), m[i], v[i],
-                                          v_max ? v_max[i] : unused, s));
+    visit_state_type<T>(st.buffers.at("exp_avg"), [&]<typename S>() {
+      S* m = st.buffers.at("exp_avg").data<S>();
+      S* v = st.buffers.at("exp_avg_sq").data<S>();
+      S* v_max = options_.amsgrad ? st.buffers.at("max_exp_avg_sq").data<S>() : nullptr;
+      visit_floating(grad.dtype(), "Adam.step", [&]<typename G>() {
+        const G* g = grad.data<G>();
+        cpu::parallel_for(n, 16, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            C mi = load(m[i]), vi = load(v[i]), vmax = v_max ? load(v_max[i]) : C(0);
+            p[i] = store<T>(adam_element<C>(load(p[i]), static_cast<C>(load(g[i])), mi, vi, vmax, s));
+            m[i] = store<S>(mi);
+            v[i] = store<S>(vi);
+            if (v_max) v_max[i] = store<S>(vmax);
+          }
+        });
       });
     });
   });

@@ -14,9 +14,6 @@ namespace hg::optim {
 
 namespace {
 
-// f64 parameters keep f64 state; every other floating dtype keeps f32.
-DType state_dtype(DType param) { return param == f64 ? f64 : f32; }
-
 Tensor scalar(double v) { return scalar_tensor(v, {f64}); }
 
 bool parse_index(const std::string& s, size_t& out) {
@@ -35,6 +32,19 @@ std::vector<std::string> split(const std::string& key) {
 }
 
 }  // namespace
+
+// f64 parameters keep f64 state; the others f32, or their own dtype when asked.
+DType Optimizer::state_dtype(DType param) const {
+  if (param == f64) return f64;
+  return state_in_param_dtype_ ? param : f32;
+}
+
+void Optimizer::set_state_in_param_dtype(bool on) {
+  for (const auto& per_group : state_)
+    for (const ParamState& st : per_group)
+      HG_CHECK(st.step == 0, name_, ".set_state_in_param_dtype: call it before the first step");
+  state_in_param_dtype_ = on;
+}
 
 Params::Params(std::vector<Tensor> params) : groups{ParamGroup{std::move(params), {}, {}, {}}} {}
 Params::Params(std::initializer_list<Tensor> params) : Params(std::vector<Tensor>(params)) {}

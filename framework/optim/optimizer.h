@@ -76,6 +76,16 @@ class Optimizer {
 
   const std::string& name() const { return name_; }  // "Adam", for messages
 
+  // Where the moments/momentum of f16 and bf16 parameters live. Default: f32, which
+  // keeps small second moments alive. With `true` they live in the parameter's dtype,
+  // as PyTorch's optimizers keep them for a model cast with .half(): each update still
+  // computes in f32 but the state is rounded to f16 on every store, so a squared
+  // gradient below 2^-24 becomes 0 and Adam's update turns into m / eps. The naive
+  // fp16 training mode uses it to show that failure. Set before the first step.
+  void set_state_in_param_dtype(bool on);
+  bool state_in_param_dtype() const { return state_in_param_dtype_; }
+  DType state_dtype(DType param) const;
+
  protected:
   // Checks the defaults and every group (lr >= 0, weight_decay >= 0, floating leaf
   // parameters, each in one group only), filling unset group values from the defaults.
@@ -96,6 +106,7 @@ class Optimizer {
   void check_group(ParamGroup& group, size_t g) const;
 
   std::string name_;
+  bool state_in_param_dtype_ = false;
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<ParamState>> state_;  // parallel to groups_; empty until stepped
   double default_lr_;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "framework/optim/state_type.h"
 #include "ops/cpu/loops.h"
 
 namespace hg::optim {
@@ -65,16 +66,21 @@ void RMSprop::update(const Tensor& param, const Tensor& grad, ParamState& st, do
                               static_cast<C>(options_.momentum),
                               options_.centered};
     T* p = param.data<T>();
-    C* sq = st.buffers.at("square_avg").data<C>();
-    C* ga = options_.centered ? st.buffers.at("grad_avg").data<C>() : nullptr;
-    C* buf = options_.momentum > 0 ? st.buffers.at("momentum_buffer").data<C>() : nullptr;
-    visit_floating(grad.dtype(), "RMSprop.step", [&]<typename G>() {
-      const G* g = grad.data<G>();
-      cpu::parallel_for(n, 16, [&](int64_t begin, int64_t end) {
-        C unused_ga = 0, unused_buf = 0;
-        for (int64_t i = begin; i < end; ++i)
-          p[i] = store<T>(rmsprop_element<C>(load(p[i]), static_cast<C>(load(g[i])), sq[i],
-                                             ga ? ga[i] : unused_ga, buf ? buf[i] : unused_buf, s));
+    visit_state_type<T>(st.buffers.at("square_avg"), [&]<typename S>() {
+      S* sq = st.buffers.at("square_avg").data<S>();
+      S* ga = options_.centered ? st.buffers.at("grad_avg").data<S>() : nullptr;
+      S* buf = options_.momentum > 0 ? st.buffers.at("momentum_buffer").data<S>() : nullptr;
+      visit_floating(grad.dtype(), "RMSprop.step", [&]<typename G>() {
+        const G* g = grad.data<G>();
+        cpu::parallel_for(n, 16, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            C sqi = load(sq[i]), gai = ga ? load(ga[i]) : C(0), bufi = buf ? load(buf[i]) : C(0);
+            p[i] = store<T>(rmsprop_element<C>(load(p[i]), static_cast<C>(load(g[i])), sqi, gai, bufi, s));
+            sq[i] = store<S>(sqi);
+            if (ga) ga[i] = store<S>(gai);
+            if (buf) buf[i] = store<S>(bufi);
+          }
+        });
       });
     });
   });

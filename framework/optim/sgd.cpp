@@ -2,6 +2,7 @@
 // (f64 for f64 parameters), rounding the parameter once.
 #include "framework/optim/sgd.h"
 
+#include "framework/optim/state_type.h"
 #include "ops/cpu/loops.h"
 
 namespace hg::optim {
@@ -55,15 +56,21 @@ void SGD::update(const Tensor& param, const Tensor& grad, ParamState& st, double
                           st.step == 1,
                           options_.nesterov};
     T* p = param.data<T>();
-    C* buf = options_.momentum != 0 ? st.buffers.at("momentum_buffer").data<C>() : nullptr;
-    visit_floating(grad.dtype(), "SGD.step", [&]<typename G>() {
-      const G* g = grad.data<G>();
-      cpu::parallel_for(n, 8, [&](int64_t begin, int64_t end) {
-        C unused = 0;
-        for (int64_t i = begin; i < end; ++i)
-          p[i] = store<T>(sgd_element<C>(load(p[i]), static_cast<C>(load(g[i])), buf ? buf[i] : unused, s));
+    auto body = [&]<typename S>() {
+      S* buf = options_.momentum != 0 ? st.buffers.at("momentum_buffer").data<S>() : nullptr;
+      visit_floating(grad.dtype(), "SGD.step", [&]<typename G>() {
+        const G* g = grad.data<G>();
+        cpu::parallel_for(n, 8, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            C b = buf ? load(buf[i]) : C(0);
+            p[i] = store<T>(sgd_element<C>(load(p[i]), static_cast<C>(load(g[i])), b, s));
+            if (buf) buf[i] = store<S>(b);
+          }
+        });
       });
-    });
+    };
+    if (options_.momentum != 0) visit_state_type<T>(st.buffers.at("momentum_buffer"), body);
+    else body.template operator()<C>();
   });
 }
 

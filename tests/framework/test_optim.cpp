@@ -226,6 +226,35 @@ TEST_CASE("Adam with tiny gradients on f16/bf16 parameters stays finite: eps sta
   }
 }
 
+TEST_CASE("state in the parameter's dtype: Adam's second moment flushes in f16 and the steps blow up",
+          "[optim][numerics]") {
+  // g = 1e-5: g^2 = 1e-10 is below f16's smallest subnormal (6e-8). With f32 state Adam's
+  // normalised step is ~lr; with f16 state v is rebuilt from one g^2 every step while the
+  // bias correction keeps shrinking, so m_hat / sqrt(v_hat) grows far above 1.
+  auto run = [](bool in_param_dtype) {
+    Tensor p = param({0.0, 0.0}, f16);
+    Adam opt({p}, {.lr = 1e-3});
+    opt.set_state_in_param_dtype(in_param_dtype);
+    for (int s = 0; s < 50; ++s) {
+      give_grad(p, {1e-5, 1e-5}, f32);
+      opt.step();
+    }
+    CHECK(opt.state(0, 0)->buffers.at("exp_avg_sq").dtype() == (in_param_dtype ? f16 : f32));
+    const double v = opt.state(0, 0)->buffers.at("exp_avg_sq").to_vector<double>()[0];
+    if (in_param_dtype) CHECK(v == 0.0);
+    else CHECK(v == Approx(1e-10 * (1 - std::pow(0.999, 50))).epsilon(1e-3));
+    return -p.to_vector<double>()[0];
+  };
+  const double kept = run(false), flushed = run(true);
+  CHECK(kept == Approx(50 * 1e-3).epsilon(0.05));  // 50 steps of ~lr each
+  CHECK(flushed > 3 * kept);
+  Tensor p = param({0.0}, f16);
+  Adam opt({p}, {.lr = 1e-3});
+  give_grad(p, {1.0}, f32);
+  opt.step();
+  CHECK_THROWS_WITH(opt.set_state_in_param_dtype(true), Catch::Contains("before the first step"));
+}
+
 TEST_CASE("parameter groups have their own lr and weight decay, changeable between steps", "[optim]") {
   Tensor a = param({1.0, 2.0}), b = param({3.0}), c = param({-1.0});
   SGD opt(std::vector<ParamGroup>{{.params = {a}, .lr = 0.1},
