@@ -1,7 +1,7 @@
-// What the cuda op tests share: fresh random inputs made on the CPU and moved to cuda:0,
-// NaN-poisoned outputs, and the check that a cuda result equals the CPU's within a
-// tolerance per dtype (both devices round at the same points, so the tolerance only
-// covers a different summation order: a few ulps of the accumulator, one of the output).
+// What the cuda tests of summing ops (matmul, conv, pooling, BN, ...) share: random inputs
+// made on the CPU, NaN-poisoned outputs, and a comparison with the CPU whose tolerance
+// scales with the reference's largest entry, since sums in another order can cancel to
+// small values (ops_compare.h is the elementwise ops' version: ulps of each value).
 #pragma once
 #include <catch2/catch.hpp>
 
