@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "halfgrad.h"
+#include "tests/devices.h"
 #include "tests/skip.h"
 
 using namespace hg;
@@ -206,7 +207,7 @@ TEST_CASE("cat, stack, split, chunk and pad errors name the op and what is valid
 }
 
 TEST_CASE("cat of tensors on different devices is an error", "[concat][errors]") {
-  if (!Device::automatic().is_cuda()) HG_SKIP("no CUDA device");
+  HG_REQUIRE_CUDA();
   CHECK_THROWS_WITH(cat({ones({2}), ones({2}, {f32, Device::cuda()})}, 0),
                     Catch::Contains("tensor 1 is on cuda:0 but tensor 0 is on cpu"));
 }

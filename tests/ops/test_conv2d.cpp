@@ -5,6 +5,7 @@
 
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "tests/devices.h"
 #include "tests/skip.h"
 
 using namespace hg;
@@ -366,7 +367,7 @@ TEST_CASE("empty batches give empty outputs and zero channels give zeros", "[con
 }
 
 TEST_CASE("conv2d refuses operands on different devices", "[conv2d][errors]") {
-  if (!Device::automatic().is_cuda()) HG_SKIP("needs a CUDA device");
+  HG_REQUIRE_CUDA();
   CHECK_THROWS_WITH(conv2d(ones({1, 3, 3, 1}, {f32, Device::cuda()}), ones({1, 1, 1, 1})),
                     Catch::Contains("conv2d") && Catch::Contains("one device") && Catch::Contains("cuda:0"));
 }
