@@ -34,7 +34,8 @@ class Adam : public Optimizer {
  protected:
   Adam(Params params, AdamOptions options, std::string name, bool decoupled);
   std::vector<std::string> buffer_names() const override;
-  void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr, double weight_decay) override;
+  void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr, double weight_decay,
+              const StepClock& clock) override;
 
  private:
   AdamOptions options_;

@@ -12,6 +12,11 @@
 
 namespace hg::optim {
 
+StepStub<AdamHyper> adam_step_stub("Adam.step");
+StepStub<SGDHyper> sgd_step_stub("SGD.step");
+StepStub<RMSpropHyper> rmsprop_step_stub("RMSprop.step");
+DispatchStub<void(const Tensor&, const Tensor&)> count_step_stub("count_step");
+
 namespace {
 
 Tensor scalar(double v) { return scalar_tensor(v, {f64}); }
@@ -40,6 +45,7 @@ DType Optimizer::state_dtype(DType param) const {
 }
 
 void Optimizer::set_state_in_param_dtype(bool on) {
+  read_device_steps();
   for (const auto& per_group : state_)
     for (const ParamState& st : per_group)
       HG_CHECK(st.step == 0, name_, ".set_state_in_param_dtype: call it before the first step");
@@ -115,13 +121,22 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::named_parameters() const 
   return out;
 }
 
+void Optimizer::read_device_steps() const {
+  for (auto& per_group : state_)
+    for (ParamState& st : per_group)
+      if (st.device_step.defined()) st.step = st.device_step.item<int64_t>();
+}
+
 const ParamState* Optimizer::state(size_t group, size_t index) const {
   if (group >= state_.size() || index >= state_[group].size()) return nullptr;
-  const ParamState& st = state_[group][index];
+  ParamState& st = state_[group][index];
+  if (st.device_step.defined()) st.step = st.device_step.item<int64_t>();
   return st.step == 0 ? nullptr : &st;
 }
 
-void Optimizer::step() {
+void Optimizer::step() { step_impl(Tensor()); }
+
+void Optimizer::step_impl(const Tensor& found_inf) {
   NoGrad no_grad;
   // Every check runs before the first update, so a bad gradient leaves all parameters
   // and all state as they were.
@@ -138,8 +153,6 @@ void Optimizer::step() {
       const Tensor& grad = p.grad();
       if (!grad.defined()) continue;
       const std::string who = detail::concat("'", param_name(g, i), "'");
-      HG_CHECK(p.device().is_cpu(), name_, ".step: parameter ", who, " is on ", p.device().str(),
-               "; optimizers run on the CPU only in this build");
       HG_CHECK(grad.device() == p.device(), name_, ".step: the gradient of ", who, " is on ", grad.device().str(),
                " but the parameter is on ", p.device().str());
       HG_CHECK(grad.shape() == p.shape(), name_, ".step: the gradient of ", who, " has shape ",
@@ -153,20 +166,41 @@ void Optimizer::step() {
       todo.emplace_back(g, i);
     }
   }
+  // On the CPU a set flag skips here (reading it costs nothing); cuda kernels read it themselves.
+  const bool any_cpu =
+      std::any_of(todo.begin(), todo.end(), [&](auto gi) { return groups_[gi.first].params[gi.second].device().is_cpu(); });
+  const bool skip_on_cpu = found_inf.defined() && any_cpu && found_inf.item<double>() != 0.0;  // NaN counts as found
   for (auto [g, i] : todo) {
     const Tensor& p = groups_[g].params[i];
+    if (p.device().is_cpu() && skip_on_cpu) continue;
     ParamState& st = state_[g][i];
     const DType sdt = state_dtype(p.dtype());
-    if (st.step == 0)
-      for (const std::string& bn : buffer_names()) st.buffers[bn] = zeros(p.shape(), {sdt});
-    // A parameter cast in place (Module::to) keeps its state, converted once here.
+    // A parameter moved between devices keeps its count where its kernels read it.
+    if (p.device().is_cpu() && st.device_step.defined()) {
+      st.step = st.device_step.item<int64_t>();
+      st.device_step = Tensor();
+    } else if (p.device().is_cuda() && (!st.device_step.defined() || st.device_step.device() != p.device())) {
+      st.device_step = scalar_tensor(static_cast<double>(st.device_step.defined() ? st.device_step.item<int64_t>() : st.step),
+                                     {i64, p.device()});
+    }
+    if (st.buffers.empty())
+      for (const std::string& bn : buffer_names()) st.buffers[bn] = zeros(p.shape(), {sdt, p.device()});
+    // A parameter cast or moved in place (Module::to) keeps its state, converted once here.
     for (auto& [bn, buf] : st.buffers)
-      if (buf.dtype() != sdt) buf = buf.to(sdt).contiguous();
-    ++st.step;
+      if (buf.dtype() != sdt || buf.device() != p.device()) buf = buf.to(p.device()).to(sdt).contiguous();
+    StepClock clock;
+    if (p.device().is_cpu()) {
+      clock.count = ++st.step;
+    } else {
+      clock.device_count = st.device_step;
+      if (found_inf.defined()) clock.skip_if = found_inf.device() == p.device() ? found_inf : found_inf.to(p.device());
+    }
     Tensor pc = p.is_contiguous() ? p : p.contiguous();
     Tensor gc = p.grad().is_contiguous() ? p.grad() : p.grad().contiguous();
-    update(pc, gc, st, groups_[g].lr.value_or(default_lr_), groups_[g].weight_decay.value_or(default_weight_decay_));
+    update(pc, gc, st, groups_[g].lr.value_or(default_lr_), groups_[g].weight_decay.value_or(default_weight_decay_),
+           clock);
     if (!pc.is_same(p)) copy_(p, pc);
+    if (p.device().is_cuda()) count_step_stub(p.device(), clock.device_count, clock.skip_if);
   }
 }
 
@@ -174,8 +208,7 @@ void Optimizer::step_if(const Tensor& found_inf) {
   HG_CHECK(found_inf.defined() && found_inf.numel() == 1, name_,
            ".step_if: found_inf must be a one-element tensor (the GradScaler's 0-d f32 flag), got ",
            found_inf.defined() ? "shape " + shape_str(found_inf.shape()) : std::string("an undefined tensor"));
-  if (found_inf.item<double>() != 0.0) return;  // NaN counts as found
-  step();
+  step_impl(found_inf);
 }
 
 void Optimizer::zero_grad() {
@@ -184,6 +217,7 @@ void Optimizer::zero_grad() {
 }
 
 StateDict Optimizer::state_dict() const {
+  read_device_steps();
   StateDict sd;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const std::string gp = "group." + std::to_string(g) + ".";
@@ -259,7 +293,7 @@ void Optimizer::load_state_dict(const StateDict& sd) {
                 t.defined() ? shape_str(t.shape()) + " " + dtype_name(t.dtype()) : "an undefined tensor");
         continue;
       }
-      Tensor buf = empty(p.shape(), {state_dtype(p.dtype())});
+      Tensor buf = empty(p.shape(), {state_dtype(p.dtype()), p.device()});
       copy_(buf, t);
       fresh[g][i].buffers[parts[3]] = buf;
     }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/optim/optim_kernels.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"
 
@@ -38,10 +39,14 @@ class Params {
 };
 
 // One parameter's state: how many steps it took, and its buffers (moments, momentum),
-// each contiguous with the parameter's shape.
+// each contiguous with the parameter's shape, on the parameter's device. For a parameter
+// on cuda the count lives on the device (device_step, i64 0-d), where step_if may skip a
+// step without the host knowing; `step` is its copy, refreshed when the state is read
+// (state(), state_dict(), which synchronise).
 struct ParamState {
   int64_t step = 0;
   std::map<std::string, Tensor> buffers;
+  Tensor device_step;
 };
 
 class Optimizer {
@@ -53,7 +58,8 @@ class Optimizer {
   // Updates every parameter that has a gradient; the others are skipped.
   virtual void step();
   // step() unless found_inf (a one-element tensor, the GradScaler's 0-d f32 flag) is
-  // non-zero or NaN; a skipped step changes nothing, not even step counts.
+  // non-zero or NaN; a skipped step changes nothing, not even step counts. Parameters on
+  // cuda pass the flag to the kernels, which skip on the device: no host synchronisation.
   void step_if(const Tensor& found_inf);
   void zero_grad();  // gradients become undefined
 
@@ -93,22 +99,29 @@ class Optimizer {
 
   // The buffers each parameter's state holds under the current hyper-parameters.
   virtual std::vector<std::string> buffer_names() const = 0;
-  // Applies one step to `param` (contiguous, CPU) from `grad` (contiguous, same shape,
-  // any floating dtype). st.step already counts this step; buffers exist, zero at first.
-  virtual void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr,
-                      double weight_decay) = 0;
+  // Applies one step to `param` (contiguous) from `grad` (contiguous, same shape and
+  // device, any floating dtype) through the kind's step stub; `clock` says which step it
+  // is and, on cuda, when to skip it. Buffers exist on param's device, zero at first.
+  virtual void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr, double weight_decay,
+                      const StepClock& clock) = 0;
 
   // "Adam: lr must be >= 0, got -1" style checks shared by the subclasses.
   void check_hyper(bool ok, const char* what, double value, const char* valid) const;
 
  private:
   std::string param_name(size_t g, size_t i) const;
+  // The step, skipped where found_inf (undefined: never) is set.
+  void step_impl(const Tensor& found_inf);
+  // Copies the device step counts of cuda parameters into ParamState::step (synchronises).
+  void read_device_steps() const;
   void check_group(ParamGroup& group, size_t g) const;
 
   std::string name_;
   bool state_in_param_dtype_ = false;
   std::vector<ParamGroup> groups_;
-  std::vector<std::vector<ParamState>> state_;  // parallel to groups_; empty until stepped
+  // Parallel to groups_; empty until stepped. Mutable: reading it refreshes step counts
+  // kept on a device.
+  mutable std::vector<std::vector<ParamState>> state_;
   double default_lr_;
   double default_weight_decay_;
 };

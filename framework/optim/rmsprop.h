@@ -24,7 +24,8 @@ class RMSprop : public Optimizer {
 
  protected:
   std::vector<std::string> buffer_names() const override;
-  void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr, double weight_decay) override;
+  void update(const Tensor& param, const Tensor& grad, ParamState& st, double lr, double weight_decay,
+              const StepClock& clock) override;
 
  private:
   RMSpropOptions options_;

@@ -94,14 +94,7 @@ TEST_CASE("AMP training of an MLP on cuda follows the same run on the CPU", "[cu
     return losses;
   };
   const std::vector<double> on_cpu = train(Device::cpu());
-  std::vector<double> on_cuda;
-  try {
-    on_cuda = train(kCuda);
-  } catch (const Error& e) {
-    // The optimizers' cuda support is another part of issue 8; until it lands this is a skip.
-    if (std::string(e.what()).find("optimizers run on the CPU only") != std::string::npos) HG_SKIP(e.what());
-    throw;
-  }
+  const std::vector<double> on_cuda = train(kCuda);
   REQUIRE(on_cuda.back() == on_cpu.back());  // the same scale after growth
   REQUIRE(on_cpu[5] < on_cpu[0]);            // it learns
   for (size_t s = 0; s + 1 < on_cpu.size(); ++s) {
