@@ -1,12 +1,16 @@
 // Gradient clipping: the total norm is summed in fixed blocks (in f32, or f64 for f64
-// gradients) combined in double, so it does not depend on the thread count.
+// gradients) combined in double, so it does not depend on the thread count. Gradients on
+// another device go through tensor ops there; only each gradient's norm part comes back.
 #include "framework/optim/clip_grad.h"
 
 #include <atomic>
 #include <cmath>
 
 #include "framework/autograd.h"
+#include "ops/copy.h"
 #include "ops/cpu/loops.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace hg::optim {
 
@@ -22,8 +26,6 @@ std::vector<Tensor> defined_grads(const std::vector<Tensor>& params, const char*
     HG_CHECK(params[i].defined(), op, ": parameter ", i, " is an undefined tensor");
     const Tensor& g = params[i].grad();
     if (!g.defined()) continue;
-    HG_CHECK(g.device().is_cpu(), op, ": the gradient of parameter ", i, " is on ", g.device().str(),
-             "; gradient clipping runs on the CPU only in this build");
     HG_CHECK(is_floating(g.dtype()), op, ": the gradient of parameter ", i,
              " must have a floating dtype, got ", dtype_name(g.dtype()));
     grads.push_back(g);
@@ -31,8 +33,20 @@ std::vector<Tensor> defined_grads(const std::vector<Tensor>& params, const char*
   return grads;
 }
 
+// The sum of |g|^p (or the max of |g|) of a gradient on a device, by the device's
+// reductions in f32 (f64 for f64); reading it back synchronises.
+double device_norm_part(const Tensor& grad, double p) {
+  if (grad.numel() == 0) return 0.0;
+  const Tensor a = abs(grad.to(grad.dtype() == f64 ? f64 : f32));
+  if (std::isinf(p)) return max(a).item<double>();
+  if (p == 2.0) return sum(square(a)).item<double>();
+  if (p == 1.0) return sum(a).item<double>();
+  return sum(pow(a, p)).item<double>();
+}
+
 // Sum of |g|^p (or the max of |g| when p is inf) over one gradient.
 double norm_part(const Tensor& grad, double p) {
+  if (!grad.device().is_cpu()) return device_norm_part(grad, p);
   const Tensor g = grad.contiguous();
   const int64_t n = g.numel();
   const bool inf = std::isinf(p);
@@ -60,10 +74,15 @@ double norm_part(const Tensor& grad, double p) {
   });
 }
 
-// g = f(g) in place for every element of every gradient, computed in f32 (f64 for f64).
-template <class F>
-void map_grads(const std::vector<Tensor>& grads, const char* op, F f) {
+// g = f(g) in place for every element of every gradient, computed in f32 (f64 for f64);
+// on another device, g = on_device(g in f32 or f64) by tensor ops there.
+template <class F, class D>
+void map_grads(const std::vector<Tensor>& grads, const char* op, F f, D on_device) {
   for (const Tensor& g : grads) {
+    if (!g.device().is_cpu()) {
+      copy_(g, on_device(g.to(g.dtype() == f64 ? f64 : f32)));
+      continue;
+    }
     visit_floating(g.dtype(), op, [&]<typename T>() {
       cpu::for_each_strided<1>(g.shape(), cpu::operands<1>({&g}),
                                [&](int64_t len, std::array<char*, 1> ptr, std::array<int64_t, 1> st) {
@@ -102,7 +121,9 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (!std::isfinite(total)) return total;
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0) {
-    map_grads(grads, "clip_grad_norm_", [coef]<class C>(C v) { return v * static_cast<C>(coef); });
+    map_grads(
+        grads, "clip_grad_norm_", [coef]<class C>(C v) { return v * static_cast<C>(coef); },
+        [coef](const Tensor& g) { return g * coef; });
   }
   return total;
 }
@@ -111,10 +132,13 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip) {
   HG_CHECK(clip >= 0, "clip_grad_value_: clip must be >= 0, got ", clip);
   run_guard(params);
   NoGrad no_grad;
-  map_grads(defined_grads(params, "clip_grad_value_"), "clip_grad_value_", [clip]<class C>(C v) {
-    const C c = static_cast<C>(clip);
-    return v < -c ? -c : v > c ? c : v;
-  });
+  map_grads(
+      defined_grads(params, "clip_grad_value_"), "clip_grad_value_",
+      [clip]<class C>(C v) {
+        const C c = static_cast<C>(clip);
+        return v < -c ? -c : v > c ? c : v;
+      },
+      [clip](const Tensor& g) { return clamp(g, -clip, clip); });
 }
 
 }  // namespace hg::optim

@@ -107,3 +107,35 @@ TEST_CASE("step_if on cuda skips on the device when the flag is set", "[cuda][op
       }
     }
 }
+
+TEST_CASE("gradient clipping on cuda matches the CPU: the total norm and the clipped gradients",
+          "[cuda][optim][clip]") {
+  HG_REQUIRE_CUDA();
+  for (DType dt : {f32, f16, bf16})
+    for (const double norm_type : {2.0, 1.0, 3.0, static_cast<double>(INFINITY)}) {
+      INFO(dtype_name(dt) << " norm " << norm_type);
+      const Tensor g0 = test::random_input({300}, dt, 61), g1 = test::random_input({7, 5}, f32, 62);
+      auto run = [&](Device d) {
+        Tensor a = zeros({300}, {dt, d}).set_requires_grad(), b = zeros({7, 5}, {f32, d}).set_requires_grad();
+        a.set_grad(g0.to(d).clone());
+        b.set_grad(g1.to(d).clone());
+        const double total = optim::clip_grad_norm_({a, b}, 1.5, norm_type);
+        return std::tuple{total, a.grad(), b.grad()};
+      };
+      const auto [n_cpu, a_cpu, b_cpu] = run(Device::cpu());
+      const auto [n_dev, a_dev, b_dev] = run(kCuda);
+      REQUIRE(n_dev == Approx(n_cpu).epsilon(1e-5));
+      REQUIRE(n_cpu > 1.5);  // the gradients were clipped
+      test::require_same(a_dev, a_cpu, 1.0);
+      test::require_same(b_dev, b_cpu, 1.0);
+    }
+  Tensor g = test::random_input({50}, bf16, 63);
+  fill_(g.narrow(0, 4, 1), NAN);
+  auto run = [&](Device d) {
+    Tensor a = zeros({50}, {bf16, d}).set_requires_grad();
+    a.set_grad(g.to(d).clone());
+    optim::clip_grad_value_({a}, 0.75);
+    return a.grad();
+  };
+  test::require_same(run(kCuda), run(Device::cpu()), 1.0);
+}
