@@ -166,7 +166,7 @@ TEST_CASE("a checkpoint killed mid-training is the previous or the new one, and 
   std::mt19937_64 rng(20240607);
   const auto max_delay = std::chrono::duration_cast<std::chrono::microseconds>(step_time * 3) +
                          std::chrono::microseconds(1000);
-  int64_t on_disk = -1;  // step of the checkpoint on disk, -1 before the first
+  int64_t on_disk = 0;  // step of the checkpoint on disk; 0: none yet (the first save is step 1)
   int kills = 0, progressed = 0;
   for (int k = 0; k < kKills && on_disk < kSteps; ++k) {
     INFO("kill " << k << ", checkpoint on disk at step " << on_disk);
@@ -185,7 +185,7 @@ TEST_CASE("a checkpoint killed mid-training is the previous or the new one, and 
     }
     if (!std::filesystem::exists(path)) {
       REQUIRE(r.last_reported == -1);
-      REQUIRE(on_disk == -1);
+      REQUIRE(on_disk == 0);
       continue;
     }
     const Checkpoint ck = load_checkpoint(path);
