@@ -26,6 +26,7 @@ struct Setup {
 // One training run with a debugging tool attached through `hook` (called before the
 // step with begin = true and after unscale_ with begin = false).
 struct Variant {
+  Variant(const char* n, std::function<void(UNet&, int64_t, bool begin)> h) : name(n), hook(std::move(h)) {}
   const char* name;
   std::function<void(UNet&, int64_t, bool begin)> hook;
   std::unique_ptr<UNet> model;
@@ -81,8 +82,8 @@ int main(int argc, char** argv) {
   std::optional<amp::DetectAnomaly> guard;
   size_t records = 0;
   std::vector<Variant> variants;
-  variants.push_back({"amp step, nothing attached", [](UNet&, int64_t, bool) {}});
-  variants.push_back({"NumericsMonitor, sampled step (all kinds)", [&](UNet& m, int64_t i, bool begin) {
+  variants.emplace_back("amp step, nothing attached", [](UNet&, int64_t, bool) {});
+  variants.emplace_back("NumericsMonitor, sampled step (all kinds)", [&](UNet& m, int64_t i, bool begin) {
                         if (!mon) mon.emplace(m, amp::MonitorOptions{.every = 1});
                         if (begin) {
                           mon->begin_step(i);
@@ -90,16 +91,16 @@ int main(int argc, char** argv) {
                         }
                         mon->end_step();
                         records = mon->records().size();  // includes reading the statistics back
-                      }});
-  variants.push_back({"Fp32Fallback check (every step)", [&](UNet& m, int64_t i, bool begin) {
+                      });
+  variants.emplace_back("Fp32Fallback check (every step)", [&](UNet& m, int64_t i, bool begin) {
                         if (!fb) fb.emplace(m, amp::FallbackOptions{.strikes = 3});
                         if (begin) fb->begin_step(i);
                         else fb->end_step();
-                      }});
-  variants.push_back({"DetectAnomaly (every op, synchronising)", [&](UNet&, int64_t, bool begin) {
+                      });
+  variants.emplace_back("DetectAnomaly (every op, synchronising)", [&](UNet&, int64_t, bool begin) {
                         if (begin) guard.emplace();
                         else guard.reset();
-                      }});
+                      });
   for (Variant& v : variants) setup(v, s);
   Tensor x = rand({s.batch, s.size, s.size, 1});
   Tensor y = randint(0, 4, {s.batch, s.size, s.size});
