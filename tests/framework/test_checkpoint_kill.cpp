@@ -24,7 +24,7 @@ using hg::test::TempDir;
 
 namespace {
 
-constexpr int64_t kSteps = 400;
+constexpr int64_t kSteps = 600;
 constexpr int kKills = 60;
 
 class Mlp : public nn::Module {
@@ -164,8 +164,10 @@ TEST_CASE("a checkpoint killed mid-training is the previous or the new one, and 
   std::filesystem::remove(dir / "timing.safetensors");
 
   std::mt19937_64 rng(20240607);
-  const auto max_delay = std::chrono::duration_cast<std::chrono::microseconds>(step_time * 3) +
-                         std::chrono::microseconds(1000);
+  // A child also pays for its start and its load; on a slow or busy machine (a sanitizer
+  // build) that can exceed the window, so the window adapts (below).
+  auto max_delay = std::chrono::duration_cast<std::chrono::microseconds>(step_time * 3) +
+                   std::chrono::microseconds(1000);
   int64_t on_disk = 0;  // step of the checkpoint on disk; 0: none yet (the first save is step 1)
   int kills = 0, progressed = 0;
   for (int k = 0; k < kKills && on_disk < kSteps; ++k) {
@@ -186,6 +188,7 @@ TEST_CASE("a checkpoint killed mid-training is the previous or the new one, and 
     if (!std::filesystem::exists(path)) {
       REQUIRE(r.last_reported == -1);
       REQUIRE(on_disk == 0);
+      max_delay = std::min(max_delay * 3 / 2, std::chrono::microseconds(500'000));
       continue;
     }
     const Checkpoint ck = load_checkpoint(path);
@@ -198,10 +201,13 @@ TEST_CASE("a checkpoint killed mid-training is the previous or the new one, and 
     REQUIRE(ck.step <= kSteps);
     CHECK(fingerprint(ck) == reference[static_cast<size_t>(ck.step)]);
     progressed += ck.step > on_disk;
+    // About a step or two per kill: widen the window after no progress, narrow it after a lot.
+    if (ck.step == on_disk) max_delay = std::min(max_delay * 3 / 2, std::chrono::microseconds(500'000));
+    if (ck.step > on_disk + 2) max_delay = max_delay * 2 / 3;
     on_disk = ck.step;
   }
   CHECK(kills >= 50);
-  CHECK(progressed >= 5);  // the kills did not all land before a save
+  CHECK(progressed >= 10);  // the kills did not all land before a save
 
   // The last child runs to the end: resumed training ends where the straight run did.
   manual_seed(0);
