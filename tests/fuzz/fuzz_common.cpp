@@ -2,6 +2,7 @@
 // conversion, random tensors and the tolerance comparison.
 #include <sstream>
 
+#include "tests/devices.h"
 #include "tests/fuzz/fuzz.h"
 
 namespace hg::fuzz {
@@ -43,8 +44,9 @@ void expect_close(const std::string& what, const std::vector<double>& got, const
 
 std::string shape_text(const Shape& s) { return shape_str(s); }
 
+// A GPU, or the CPU emulation of one (which Device::automatic() never picks).
 bool cuda_usable() {
-  static const bool usable = Device::automatic().is_cuda();
+  static const bool usable = test::cuda_available();
   return usable;
 }
 
