@@ -101,31 +101,10 @@ void unscale_and_check_cuda(const std::vector<Tensor>& grads, const Tensor& inv_
   flush();
 }
 
-// PyTorch's rule with hysteresis and bounds, in the CPU kernel's arithmetic.
+// PyTorch's rule with hysteresis and bounds: the CPU kernel's own function.
 __global__ void update_scale_kernel(float* scale, int64_t* growth_tracker, int64_t* hysteresis_tracker,
                                     const float* found_inf, ScaleUpdateParams p) {
-  float& s = *scale;
-  int64_t& growth = *growth_tracker;
-  int64_t& hyst = *hysteresis_tracker;
-  const float inf_flag = *found_inf;
-  if (inf_flag != 0.0f || inf_flag != inf_flag) {
-    growth = 0;
-    if (--hyst <= 0) {
-      s = static_cast<float>(s * p.backoff_factor);
-      if (p.min_scale > 0 && s < p.min_scale) s = static_cast<float>(p.min_scale);
-    }
-    return;
-  }
-  const int64_t successful = growth + 1;
-  if (successful == p.growth_interval) {
-    const float grown = static_cast<float>(s * p.growth_factor);
-    if (math_isfinite(grown)) s = grown;
-    if (s > p.max_scale) s = static_cast<float>(p.max_scale);
-    growth = 0;
-    hyst = p.hysteresis;
-  } else {
-    growth = successful;
-  }
+  update_scale_rule(*scale, *growth_tracker, *hysteresis_tracker, *found_inf, p);
 }
 
 void update_scale_cuda(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,

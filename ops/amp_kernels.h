@@ -24,6 +24,30 @@ struct ScaleUpdateParams {
   double max_scale;  // inf: none
 };
 
+// The rule itself, one place for every backend (constexpr: CUDA kernels call it too).
+// `(g - g) == 0` is the finiteness test: false for inf and NaN.
+constexpr void update_scale_rule(float& s, int64_t& growth, int64_t& hyst, float found_inf,
+                                 const ScaleUpdateParams& p) {
+  if (found_inf != 0.0f || found_inf != found_inf) {
+    growth = 0;
+    if (--hyst <= 0) {
+      s = static_cast<float>(s * p.backoff_factor);
+      if (p.min_scale > 0 && s < p.min_scale) s = static_cast<float>(p.min_scale);
+    }
+    return;
+  }
+  const int64_t successful = growth + 1;
+  if (successful == p.growth_interval) {
+    const float grown = static_cast<float>(s * p.growth_factor);
+    if (grown - grown == 0.0f) s = grown;
+    if (s > p.max_scale) s = static_cast<float>(p.max_scale);
+    growth = 0;
+    hyst = p.hysteresis;
+  } else {
+    growth = successful;
+  }
+}
+
 // PyTorch's rule with hysteresis and bounds (see amp/grad_scaler.h); every tensor is
 // 0-d: scale f32, growth_tracker i64, hysteresis_tracker i64, found_inf f32.
 extern DispatchStub<void(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,

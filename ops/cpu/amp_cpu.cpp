@@ -38,28 +38,8 @@ void unscale_and_check_cpu(const std::vector<Tensor>& grads, const Tensor& inv_s
 
 void update_scale_cpu(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,
                       const Tensor& found_inf, const ScaleUpdateParams& p) {
-  float& s = *scale.data<float>();
-  int64_t& growth = *growth_tracker.data<int64_t>();
-  int64_t& hyst = *hysteresis_tracker.data<int64_t>();
-  const float inf_flag = *found_inf.data<float>();
-  if (inf_flag != 0.0f || std::isnan(inf_flag)) {
-    growth = 0;
-    if (--hyst <= 0) {
-      s = static_cast<float>(s * p.backoff_factor);
-      if (p.min_scale > 0 && s < p.min_scale) s = static_cast<float>(p.min_scale);
-    }
-    return;
-  }
-  const int64_t successful = growth + 1;
-  if (successful == p.growth_interval) {
-    const float grown = static_cast<float>(s * p.growth_factor);
-    if (std::isfinite(grown)) s = grown;
-    if (s > p.max_scale) s = static_cast<float>(p.max_scale);
-    growth = 0;
-    hyst = p.hysteresis;
-  } else {
-    growth = successful;
-  }
+  update_scale_rule(*scale.data<float>(), *growth_tracker.data<int64_t>(), *hysteresis_tracker.data<int64_t>(),
+                    *found_inf.data<float>(), p);
 }
 
 }  // namespace
