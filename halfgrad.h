@@ -35,6 +35,7 @@
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 #include "ops/upsample.h"
+#include "cuda/kernel_settings.h"
 #include "models/mlp.h"
 #include "models/unet.h"
 #include "amp/anomaly.h"

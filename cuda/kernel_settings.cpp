@@ -1,0 +1,65 @@
+// The process-wide kernel choices of cuda/kernel_settings.h, initialised from the
+// environment on first use. Compiled in every build (CPU-only too), so code that sets them
+// needs no #ifdef.
+#include "cuda/kernel_settings.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "framework/error.h"
+
+namespace hg::cuda {
+namespace {
+
+template <class T>
+T from_env(const char* var, T fallback, T (*parse)(std::string_view, std::string_view)) {
+  const char* v = std::getenv(var);
+  return v && *v ? parse(v, var) : fallback;
+}
+
+struct Settings {
+  std::atomic<F32Matmul> f32{from_env("HG_F32_MATMUL", F32Matmul::accurate, parse_f32_matmul)};
+  std::atomic<Provider> gemm{from_env("HG_GEMM", Provider::halfgrad, parse_provider)};
+  std::atomic<Provider> conv{from_env("HG_CONV", Provider::halfgrad, parse_provider)};
+};
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+}  // namespace
+
+F32Matmul f32_matmul() { return settings().f32.load(std::memory_order_relaxed); }
+void set_f32_matmul(F32Matmul mode) { settings().f32.store(mode, std::memory_order_relaxed); }
+Provider gemm_provider() { return settings().gemm.load(std::memory_order_relaxed); }
+void set_gemm_provider(Provider p) { settings().gemm.store(p, std::memory_order_relaxed); }
+Provider conv_provider() { return settings().conv.load(std::memory_order_relaxed); }
+void set_conv_provider(Provider p) { settings().conv.store(p, std::memory_order_relaxed); }
+
+std::string_view to_string(F32Matmul mode) {
+  switch (mode) {
+    case F32Matmul::strict: return "strict";
+    case F32Matmul::accurate: return "accurate";
+    case F32Matmul::fast: return "fast";
+  }
+  return "?";
+}
+
+std::string_view to_string(Provider p) { return p == Provider::vendor ? "vendor" : "halfgrad"; }
+
+F32Matmul parse_f32_matmul(std::string_view s, std::string_view what) {
+  for (F32Matmul m : {F32Matmul::strict, F32Matmul::accurate, F32Matmul::fast})
+    if (s == to_string(m)) return m;
+  throw Error(std::string(what) + ": unknown value '" + std::string(s) +
+              "'; valid: strict (SIMT f32), accurate (3xTF32, default), fast (tf32)");
+}
+
+Provider parse_provider(std::string_view s, std::string_view what) {
+  for (Provider p : {Provider::halfgrad, Provider::vendor})
+    if (s == to_string(p)) return p;
+  throw Error(std::string(what) + ": unknown value '" + std::string(s) +
+              "'; valid: halfgrad (our kernels, default), vendor (cuBLAS/cuDNN references, native builds)");
+}
+
+}  // namespace hg::cuda
