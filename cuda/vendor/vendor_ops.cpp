@@ -1,0 +1,23 @@
+// Placeholder until the dlopen-based cuBLAS/cuDNN wrappers land: every call says the vendor
+// references are not built. (Replaced by cuda/vendor/cublas_ops.cpp and cudnn_ops.cpp.)
+#include "cuda/vendor/vendor_ops.h"
+
+#include "framework/error.h"
+
+namespace hg::cuda::vendor {
+namespace {
+const char* kWhy = "the cuBLAS/cuDNN reference wrappers are not built into this halfgrad yet";
+}
+std::string cublas_unavailable_reason() { return kWhy; }
+std::string cudnn_unavailable_reason() { return kWhy; }
+void bmm(const Tensor&, const Tensor&, const Tensor&) { throw Error(std::string("vendor bmm: ") + kWhy); }
+void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+  throw Error(std::string("vendor conv2d: ") + kWhy);
+}
+void conv2d_dgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+  throw Error(std::string("vendor conv2d: ") + kWhy);
+}
+void conv2d_wgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+  throw Error(std::string("vendor conv2d: ") + kWhy);
+}
+}  // namespace hg::cuda::vendor
