@@ -1,12 +1,12 @@
-// Placeholder until the dlopen-based cuBLAS/cuDNN wrappers land: every call says the vendor
-// references are not built. (Replaced by cuda/vendor/cublas_ops.cpp and cudnn_ops.cpp.)
+// The vendor references in the CPU emulation build: cuBLAS and cuDNN need a GPU, so every
+// call raises hg::Error saying so (natively, cublas_ops.cpp and cudnn_ops.cpp implement them).
 #include "cuda/vendor/vendor_ops.h"
 
 #include "framework/error.h"
 
 namespace hg::cuda::vendor {
 namespace {
-const char* kWhy = "the cuBLAS/cuDNN reference wrappers are not built into this halfgrad yet";
+const char* kWhy = "the cuBLAS/cuDNN references need a native CUDA build; this is the CPU emulation";
 }
 std::string cublas_unavailable_reason() { return kWhy; }
 std::string cudnn_unavailable_reason() { return kWhy; }
