@@ -1,0 +1,346 @@
+// The Hopper GEMM kernel (sm_90a): one producer warpgroup streams A and B tiles with TMA
+// into a ring of shared-memory stages (mbarriers full/empty), two consumer warpgroups
+// multiply them with wgmma and write the epilogue from registers; persistent CTAs walk the
+// output tiles in hopper_tile()'s L2-friendly order. Contract and fallbacks: hopper_gemm.h.
+// claims: wgmma
+#include <cuda.h>  // CUtensorMap and its enums only: the encoder comes from the runtime
+
+#include <algorithm>
+#include <mutex>
+#include <type_traits>
+
+#include "cuda/device_types.h"
+#include "cuda/hopper_gemm.h"
+#include "cuda/launch.h"
+#include "cuda/primitives/shared_memory.h"
+#include "framework/error.h"
+
+// The device code exists only in the sm_90a image; the sm_80 image gets empty kernels, which
+// the host never launches (it checks the device and the image's binary version first).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HG_HOPPER_DEVICE_CODE 1
+#include "cuda/primitives/mbarrier.h"
+#include "cuda/primitives/tma.h"
+#include "cuda/primitives/wgmma.h"
+#endif
+
+namespace hg::cuda {
+namespace {
+
+// A stage holds a 128 x 64 tile of A and a 128 x 64 tile of B (N x K), each row 64 16-bit
+// elements = 128 bytes, which is exactly one row of the 128-byte swizzle TMA writes and
+// wgmma reads. 6 stages x 32 KiB = 192 KiB of the 227 KiB an sm_90 block may use.
+constexpr int kTileK = 64, kStages = 6;
+constexpr int kTileABytes = kHopperTileM * kTileK * 2, kTileBBytes = kHopperTileN * kTileK * 2;
+constexpr int kStageBytes = kTileABytes + kTileBBytes;
+constexpr int kConsumers = 2, kWarpgroup = 128, kThreads = (1 + kConsumers) * kWarpgroup;
+// 1024: the swizzle pattern repeats every 8 rows of 128 bytes, and TMA and the descriptors
+// assume a tile starts at that alignment; dynamic shared memory is only 16-byte aligned.
+constexpr size_t kSharedBytes = 1024 + size_t{kStages} * kStageBytes + 2 * kStages * sizeof(uint64_t);
+// Register budgets after setmaxnreg: 40 + 2 x 232 per thread-slot of 128 = 504 <= 3 x 168
+// (65536 registers / 384 threads, rounded down to 8), what __launch_bounds__ gives at entry.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+
+enum class BiasKind : int { none, f32, f16, bf16 };
+
+struct Params {
+  int64_t M, N, K, tiles_m, tiles_n, tiles;
+  bool a_batched, b_batched;
+  void* c;
+  int64_t ldc, batch_stride_c;
+  bool pair_stores;  // c, ldc and batch_stride_c allow 2-element stores
+  float alpha;
+  const void* bias;
+  BiasKind bias_kind;
+  bool relu;
+};
+
+#if defined(HG_HOPPER_DEVICE_CODE)
+__device__ __forceinline__ float load_bias(const Params& p, int64_t col) {
+  switch (p.bias_kind) {
+    case BiasKind::f32: return static_cast<const float*>(p.bias)[col];
+    case BiasKind::f16: return dev_load(static_cast<const half*>(p.bias)[col]);
+    case BiasKind::bf16: return dev_load(static_cast<const bfloat16*>(p.bias)[col]);
+    default: return 0.0f;
+  }
+}
+
+// relu?(fma(alpha, acc, bias)) rounded once to Out; the two values are columns col, col + 1.
+template <class Out>
+__device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t col, float v0, float v1, float b0,
+                                           float b1) {
+  v0 = fmaf(p.alpha, v0, b0);
+  v1 = fmaf(p.alpha, v1, b1);
+  if (p.relu) {
+    v0 = fmaxf(v0, 0.0f);
+    v1 = fmaxf(v1, 0.0f);
+  }
+  if (col + 1 < p.N && p.pair_stores) {
+    struct alignas(2 * sizeof(Out)) Pair { Out x, y; };
+    *reinterpret_cast<Pair*>(dst) = Pair{dev_store<Out>(v0), dev_store<Out>(v1)};
+  } else {
+    if (col < p.N) dst[0] = dev_store<Out>(v0);
+    if (col + 1 < p.N) dst[1] = dev_store<Out>(v1);
+  }
+}
+
+template <class In>
+__device__ __forceinline__ void wgmma_64x128x16(float acc[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
+  if constexpr (std::is_same_v<In, half>) wgmma_m64n128k16_f16(acc, a_desc, b_desc, accumulate);
+  else wgmma_m64n128k16_bf16(acc, a_desc, b_desc, accumulate);
+}
+
+// The producer: one thread issues both TMA copies of each stage once the consumers have
+// released it; the full barrier completes when its one arrival and the stage's bytes land
+// (out-of-bounds box elements are zero-filled and still count as transferred bytes).
+__device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_a, const CUtensorMap* map_b,
+                                        uint8_t* smem_a, uint8_t* smem_b, uint64_t* full, uint64_t* empty) {
+  const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+    const HopperTile tile = hopper_tile(t, p.tiles_m, p.tiles_n);
+    const auto m0 = static_cast<int32_t>(tile.tile_m * kHopperTileM), n0 = static_cast<int32_t>(tile.tile_n * kHopperTileN);
+    const auto za = static_cast<int32_t>(p.a_batched ? tile.z : 0), zb = static_cast<int32_t>(p.b_batched ? tile.z : 0);
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      mbarrier_wait(&empty[stage], phase ^ 1);
+      mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
+      const auto k0 = static_cast<int32_t>(kb * kTileK);
+      tma_load_3d(smem_a + stage * kTileABytes, map_a, &full[stage], k0, m0, za);
+      tma_load_3d(smem_b + stage * kTileBBytes, map_b, &full[stage], k0, n0, zb);
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  }
+}
+
+// A consumer warpgroup computes rows [64 * consumer, 64 * consumer + 64) of each tile: per
+// stage four k16 wgmmas, one commit group; the group of the previous stage is waited for
+// (wait_group 1) before that stage is handed back, so one stage of MMAs is always in flight.
+template <class In, class Out>
+__device__ __forceinline__ void consume(const Params& p, int consumer, uint8_t* smem_a, uint8_t* smem_b,
+                                        uint64_t* full, uint64_t* empty) {
+  const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
+  const uint32_t a_base = smem_address(smem_a) + consumer * 64 * 128, b_base = smem_address(smem_b);
+  float acc[64];
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int64_t tt = blockIdx.x; tt < p.tiles; tt += gridDim.x) {
+    const HopperTile tile = hopper_tile(tt, p.tiles_m, p.tiles_n);
+    int prev = -1;
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      mbarrier_wait(&full[stage], phase);
+      const uint32_t a_addr = a_base + stage * kTileABytes, b_addr = b_base + stage * kTileBBytes;
+#pragma unroll
+      for (float& r : acc) wgmma_fence_operand(r);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < kTileK / 16; ++ks)
+        wgmma_64x128x16<In>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), wgmma_kmajor_sw128_descriptor(b_addr, ks),
+                            kb > 0 || ks > 0);
+      wgmma_commit();
+#pragma unroll
+      for (float& r : acc) wgmma_fence_operand(r);
+      wgmma_wait<1>();
+      if (prev >= 0) mbarrier_arrive(&empty[prev]);
+      prev = stage;
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (float& r : acc) wgmma_fence_operand(r);
+    mbarrier_arrive(&empty[prev]);
+
+    // Thread (warp, lane) holds rows r0 and r0 + 8, columns 8 j + 2 (lane % 4) + {0, 1}.
+    const int64_t r0 = tile.tile_m * kHopperTileM + consumer * 64 + warp * 16 + lane / 4;
+    Out* c = static_cast<Out*>(p.c) + tile.z * p.batch_stride_c;
+    // Fully unrolled, so that acc stays in registers (a runtime index would put it in memory).
+#pragma unroll
+    for (int j = 0; j < kHopperTileN / 8; ++j) {
+      const int64_t col = tile.tile_n * kHopperTileN + 8 * j + 2 * (lane % 4);
+      if (col >= p.N) continue;
+      const float b0 = load_bias(p, col), b1 = col + 1 < p.N ? load_bias(p, col + 1) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int64_t row = r0 + 8 * h;
+        if (row < p.M) store_pair<Out>(p, c + row * p.ldc + col, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], b0, b1);
+      }
+    }
+  }
+}
+#endif
+
+template <class In, class Out>
+__global__ void __launch_bounds__(kThreads, 1)
+    hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                       const Params p) {
+#if defined(HG_HOPPER_DEVICE_CODE)
+  uint8_t* raw = dynamic_shared_memory<uint8_t>();
+  uint8_t* smem_a = raw + ((1024u - (smem_address(raw) & 1023u)) & 1023u);
+  uint8_t* smem_b = smem_a + kStages * kTileABytes;
+  auto* full = reinterpret_cast<uint64_t*>(smem_b + kStages * kTileBBytes);
+  uint64_t* empty = full + kStages;
+  const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&map_a);
+    tma_prefetch_descriptor(&map_b);
+    for (int s = 0; s < kStages; ++s) {
+      mbarrier_init(&full[s], 1);                         // the producer's arrive_expect_tx
+      mbarrier_init(&empty[s], kConsumers * kWarpgroup);  // every consumer thread
+    }
+    mbarrier_init_fence();
+    fence_proxy_async_shared();
+  }
+  __syncthreads();
+  if (warpgroup == 0) {
+    warpgroup_reg_dealloc<kProducerRegs>();
+    if (threadIdx.x == 0) produce(p, &map_a, &map_b, smem_a, smem_b, full, empty);
+  } else {
+    warpgroup_reg_alloc<kConsumerRegs>();
+    consume<In, Out>(p, warpgroup - 1, smem_a, smem_b, full, empty);
+  }
+#endif
+}
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver the runtime loaded (the library does not link
+// libcuda, so it still loads where there is no driver); nullptr when unavailable.
+EncodeTiled encode_tiled() {
+  static EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return EncodeTiled{nullptr};
+    }
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// A [batches, rows, K] operand, K contiguous, as a 3-D map with a 64 x 128 x 1 box and
+// 128-byte swizzle (the box's inner extent, 64 x 2 bytes, equals the swizzle span, as the
+// driver requires). A broadcast operand gets one batch and coordinate 0.
+CUtensorMap operand_map(DType dt, const void* p, int64_t rows, int64_t K, int64_t ld, int64_t batches,
+                        int64_t batch_stride, int box_rows) {
+  CUtensorMap map{};
+  const bool batched = batch_stride != 0;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batched ? batches : 1)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
+                                 static_cast<cuuint64_t>(batched ? batch_stride : ld * rows) * 2};
+  const cuuint32_t box[3] = {kTileK, static_cast<cuuint32_t>(box_rows), 1}, element_strides[3] = {1, 1, 1};
+  const CUresult r = encode_tiled()(&map, dt == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                    3, const_cast<void*>(p), dims, strides, box, element_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  HG_CHECK(r == CUDA_SUCCESS, "hopper_gemm: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r),
+           " for a ", rows, " x ", K, " operand (ld ", ld, ", ", batches, " batch(es), batch stride ", batch_stride, ")");
+  return map;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <class In, class Out>
+void run(const HopperGemm& g, const Params& p, int sms) {
+  const CUtensorMap map_a = operand_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a, kHopperTileM);
+  const CUtensorMap map_b = operand_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b, kHopperTileN);
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(p.tiles, sms));
+  launch(hopper_gemm_kernel<In, Out>,
+         {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes, .stream = current_stream(g.device),
+          .name = "hopper_gemm"},
+         map_a, map_b, p);
+}
+
+template <class In>
+void run_for_output(const HopperGemm& g, const Params& p, int sms) {
+  if (g.c_dtype == DType::f16) run<In, half>(g, p, sms);
+  else if (g.c_dtype == DType::bf16) run<In, bfloat16>(g, p, sms);
+  else run<In, float>(g, p, sms);
+}
+
+}  // namespace
+
+const char* hopper_gemm_device_refusal(int device) {
+  static std::mutex mu;
+  static const char* verdict[64];
+  static bool known[64] = {};
+  if (device < 0 || device >= 64 || device >= device_count()) return "the device does not exist";
+  if (is_emulated()) return "cuda:0 is the CPU emulation, which has no wgmma/TMA";
+  std::lock_guard<std::mutex> lock(mu);
+  if (!known[device]) {
+    cudaDeviceProp prop{};
+    cudaFuncAttributes attr{};
+    HG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    int current = 0;
+    HG_CUDA_CHECK(cudaGetDevice(&current));
+    HG_CUDA_CHECK(cudaSetDevice(device));
+    const cudaError_t fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float>);
+    HG_CUDA_CHECK(cudaSetDevice(current));
+    if (fa != cudaSuccess) cudaGetLastError();
+    verdict[device] = prop.major != 9 || prop.minor != 0 ? "the device is not sm_90 (Hopper)"
+                      : fa != cudaSuccess || attr.binaryVersion != 90
+                          ? "the library has no sm_90a image of the kernel for this device"
+                      : encode_tiled() == nullptr ? "the driver does not provide cuTensorMapEncodeTiled"
+                                                  : nullptr;
+    known[device] = true;
+  }
+  return verdict[device];
+}
+
+const char* hopper_gemm_refusal(const HopperGemm& g) {
+  const auto two_byte = [](DType d) { return d == DType::f16 || d == DType::bf16; };
+  if (!two_byte(g.ab_dtype)) return "A and B must be f16 or bf16";
+  if (!two_byte(g.c_dtype) && g.c_dtype != DType::f32) return "C must be f16, bf16 or f32";
+  if (g.bias && !two_byte(g.bias_dtype) && g.bias_dtype != DType::f32) return "the bias must be f16, bf16 or f32";
+  if (g.M < 64 || g.N < 64 || g.K < 64) return "M, N and K must be at least 64 (smaller products: mma.sync)";
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (g.M >= kMax || g.N >= kMax || g.K >= kMax || g.batches >= kMax) return "sizes must be below 2^31";
+  if (!aligned16(g.a) || !aligned16(g.b)) return "TMA needs A and B 16-byte aligned";
+  if (g.lda % 8 || g.ldb % 8 || g.batch_stride_a % 8 || g.batch_stride_b % 8)
+    return "TMA needs lda, ldb and the batch strides of A and B to be multiples of 8 elements (16 bytes)";
+  return hopper_gemm_device_refusal(g.device);
+}
+
+bool hopper_gemm(const HopperGemm& g) {
+  HG_CHECK(g.batches >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "hopper_gemm: sizes must be >= 0, got batches ",
+           g.batches, ", M ", g.M, ", N ", g.N, ", K ", g.K);
+  HG_CHECK(g.lda >= g.K && g.ldb >= g.K && g.ldc >= g.N, "hopper_gemm: need lda >= K, ldb >= K and ldc >= N, got lda ",
+           g.lda, ", ldb ", g.ldb, ", ldc ", g.ldc, " for K ", g.K, ", N ", g.N);
+  HG_CHECK(g.batch_stride_a >= 0 && g.batch_stride_b >= 0 && g.batch_stride_c >= 0,
+           "hopper_gemm: batch strides must be >= 0");
+  HG_CHECK(g.batches == 0 || g.M == 0 || g.N == 0 || (g.a && g.b && g.c),
+           "hopper_gemm: A, B and C must be given (non-null) for a non-empty product");
+  if (g.batches == 0 || hopper_gemm_refusal(g) != nullptr) return false;
+  const int64_t tiles_m = (g.M + kHopperTileM - 1) / kHopperTileM, tiles_n = (g.N + kHopperTileN - 1) / kHopperTileN;
+  const size_t out_pair = 2 * dtype_size(g.c_dtype);
+  const Params p{.M = g.M, .N = g.N, .K = g.K, .tiles_m = tiles_m, .tiles_n = tiles_n,
+                 .tiles = g.batches * tiles_m * tiles_n, .a_batched = g.batch_stride_a != 0,
+                 .b_batched = g.batch_stride_b != 0, .c = g.c, .ldc = g.ldc, .batch_stride_c = g.batch_stride_c,
+                 .pair_stores = reinterpret_cast<uintptr_t>(g.c) % out_pair == 0 && g.ldc % 2 == 0 &&
+                                g.batch_stride_c % 2 == 0,
+                 .alpha = g.alpha, .bias = g.bias,
+                 .bias_kind = !g.bias                        ? BiasKind::none
+                              : g.bias_dtype == DType::f32 ? BiasKind::f32
+                              : g.bias_dtype == DType::f16 ? BiasKind::f16
+                                                           : BiasKind::bf16,
+                 .relu = g.relu};
+  int sms = 0;
+  HG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g.device));
+  if (g.ab_dtype == DType::f16) run_for_output<half>(g, p, sms);
+  else run_for_output<bfloat16>(g, p, sms);
+  return true;
+}
+
+}  // namespace hg::cuda

@@ -1,0 +1,72 @@
+// The Hopper (sm_90a) GEMM: TMA loads into a shared-memory ring, wgmma on two consumer
+// warpgroups, a persistent grid over output tiles (cuda/hopper_gemm.cu). hopper_gemm()
+// runs it when it applies and otherwise returns false, so the caller falls back to the
+// mma.sync kernel; the tile walk below is shared with host tests.
+#pragma once
+#include <cstdint>
+
+#include "cuda/primitives/common.h"
+#include "framework/dtype.h"
+
+namespace hg::cuda {
+
+// C[z] = epilogue(A[z] · B[z]^T) for z < batches, strides in elements:
+//   A[z](m, k) = a[z * batch_stride_a + m * lda + k]   (M x K, row-major, K contiguous)
+//   B[z](n, k) = b[z * batch_stride_b + n * ldb + k]   (N x K, K contiguous: the "TN" layout;
+//                                                        a row-major K x N matrix is its transpose)
+//   C[z](m, n) = c[z * batch_stride_c + m * ldc + n]   (M x N, row-major)
+// A and B are both f16 or both bf16; products accumulate in f32; the epilogue computes
+// relu?(fma(alpha, acc, bias[n])) in f32 (bias optional, f32/f16/bf16) and rounds once to
+// c_dtype (f16, bf16 or f32). A batch stride of 0 broadcasts that operand over z.
+// Runs on device `device`'s current stream, asynchronously.
+struct HopperGemm {
+  int64_t batches = 1, M = 0, N = 0, K = 0;
+  DType ab_dtype = DType::f16;
+  const void* a = nullptr;
+  int64_t lda = 0, batch_stride_a = 0;
+  const void* b = nullptr;
+  int64_t ldb = 0, batch_stride_b = 0;
+  void* c = nullptr;
+  DType c_dtype = DType::f16;
+  int64_t ldc = 0, batch_stride_c = 0;
+  float alpha = 1.0f;
+  const void* bias = nullptr;  // N elements, or nullptr for none
+  DType bias_dtype = DType::f32;
+  bool relu = false;
+  int device = 0;
+};
+
+// Why the kernel does not apply to g (a sentence), or nullptr when it does. It applies when
+// the build has the sm_90a kernel and cuda:`device` is an sm_90 GPU (not the emulation),
+// the dtypes are as above, TMA's rules hold (a and b 16-byte aligned; lda, ldb and nonzero
+// batch strides of A/B multiples of 8 elements), M >= 64, N >= 64, K >= 64, every size
+// below 2^31, and the driver provides cuTensorMapEncodeTiled.
+const char* hopper_gemm_refusal(const HopperGemm& g);
+// Just the device part: nullptr when cuda:`device` can run the kernel.
+const char* hopper_gemm_device_refusal(int device);
+
+// Runs the GEMM and returns true, or returns false having done nothing when
+// hopper_gemm_refusal(g) is not nullptr. Arguments that are wrong for any GEMM (negative
+// sizes, lda < K, ldb < K, ldc < N, missing pointers) raise hg::Error instead.
+bool hopper_gemm(const HopperGemm& g);
+
+// Output tiles are kHopperTileM x kHopperTileN; each CTA of the persistent grid takes tiles
+// t = blockIdx.x, blockIdx.x + gridDim.x, ...
+inline constexpr int kHopperTileM = 128, kHopperTileN = 128, kHopperGroupM = 8;
+
+struct HopperTile {
+  int64_t z, tile_m, tile_n;
+};
+
+// The t-th output tile in the walk: batch by batch, and inside a batch in bands of
+// kHopperGroupM tile rows walked column by column, so the tiles running at the same time
+// share a few A row-panels and B column-panels, which stay in L2.
+HG_HOST_DEVICE HopperTile hopper_tile(int64_t t, int64_t tiles_m, int64_t tiles_n) {
+  const int64_t per_batch = tiles_m * tiles_n, z = t / per_batch, r = t % per_batch;
+  const int64_t band = r / (kHopperGroupM * tiles_n), first_m = band * kHopperGroupM;
+  const int64_t rows = tiles_m - first_m < kHopperGroupM ? tiles_m - first_m : kHopperGroupM;
+  const int64_t in_band = r - band * kHopperGroupM * tiles_n;
+  return {z, first_m + in_band % rows, in_band / rows};
+}
+
+}  // namespace hg::cuda

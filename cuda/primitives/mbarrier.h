@@ -1,0 +1,56 @@
+// mbarrier: the shared-memory transaction barrier of sm_90 that TMA copies complete on and
+// that producer and consumer warps hand pipeline stages over with (PTX ISA "Parallel
+// Synchronization and Communication Instructions: mbarrier"). Native sm_90 only: the CPU
+// emulation has no model of it, so kernels that use it are not built under the emulation.
+#pragma once
+#include "cuda/primitives/common.h"
+
+#if defined(HG_CUDA_EMULATION)
+#error "cuda/primitives/mbarrier.h is sm_90-only; the CUDA emulation does not implement mbarrier"
+#endif
+
+namespace hg::cuda {
+
+// A barrier is 8 bytes of shared memory, 8-byte aligned; the instructions take its
+// shared-window address.
+HG_DEVICE uint32_t smem_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// mbarrier.init: the current phase (parity 0) completes after `count` arrivals and, once
+// expect_tx has raised it, after that many bytes of transactions.
+HG_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_address(bar)), "r"(count) : "memory");
+}
+
+// fence.mbarrier_init: makes the inits visible (to the async proxy that TMA writes through,
+// and to other threads) before anyone arrives; follow it with a block barrier.
+HG_DEVICE void mbarrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+// mbarrier.arrive (release semantics: this thread's earlier accesses, e.g. reads of a stage
+// the barrier hands back to the producer, happen before the phase completes).
+HG_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_address(bar)) : "memory");
+}
+
+// mbarrier.arrive.expect_tx: one arrival that also tells the barrier to wait for `bytes`
+// more bytes of async transactions (the TMA copies that complete_tx on it).
+HG_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_address(bar)), "r"(bytes)
+               : "memory");
+}
+
+// Waits until the phase with the given parity has completed (acquire semantics). A fresh
+// barrier is in phase 0, so waiting on parity 1 returns at once: a producer waits on
+// parity (phase ^ 1) for "slot is free" and the first pass through the ring does not block.
+HG_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_address(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace hg::cuda
