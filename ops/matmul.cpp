@@ -11,6 +11,7 @@
 namespace hg {
 
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&)> bmm_stub("bmm");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&)> linear_stub("linear");
 
 Tensor matmul(const Tensor& a1, const Tensor& b1) {
   HG_CHECK(a1.defined() && b1.defined(), "matmul: undefined operand");
@@ -65,12 +66,40 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0) {
   HG_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input ",
            x.defined() ? shape_str(x.shape()) : std::string("undefined"), " does not end in the weight's in_features ",
            w.size(1), " (weight ", shape_str(w.shape()), ")");
-  Tensor y = matmul(x, w.transpose(0, 1));
-  if (bias.defined()) {
-    HG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias ", shape_str(bias.shape()),
-             " must be [", w.size(0), "]");
-    y = y + bias.to(y.dtype());
+  if (bias.defined())
+    HG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias ", shape_str(bias.shape()), " must be [",
+             w.size(0), "]");
+  if (x.dim() == 1) {  // a vector: matmul's rules (and its squeezed gradient)
+    Tensor y = matmul(x, w.transpose(0, 1));
+    return bias.defined() ? y + bias.to(y.dtype()) : y;
   }
+  HG_CHECK(x.device() == w.device() && (!bias.defined() || bias.device() == w.device()),
+           "linear: operands are on different devices (", x.device(), ", ", w.device(),
+           bias.defined() ? ", " + bias.device().str() : std::string(), ")");
+  HG_CHECK(is_floating(x.dtype()) && is_floating(w.dtype()), "linear: needs floating operands, got ",
+           dtype_name(x.dtype()), " and ", dtype_name(w.dtype()));
+  // One kernel for the product and the bias, as matmul(x, w^T) + bias would compute it but
+  // rounded once; x's leading axes are flattened into the rows of one GEMM.
+  const DType dt = promote_types(x.dtype(), w.dtype());
+  const Tensor xd = x.to(dt), wd = w.to(dt), bd = bias.defined() ? bias.to(dt) : Tensor();
+  const int64_t K = x.size(-1), N = w.size(0);
+  Shape so(x.shape().begin(), x.shape().end() - 1);
+  const int64_t M = numel_of(so);
+  so.push_back(N);
+  Tensor out = empty({M, N}, {dt, x.device()});
+  if (out.numel()) {
+    if (K == 0) bd.defined() ? copy_(out, bd.detach().expand(out.shape())) : fill_(out, 0.0);
+    else linear_stub(x.device(), xd.detach().reshape({M, K}), wd.detach(), bd.defined() ? bd.detach().contiguous() : bd, out);
+  }
+  Tensor y = out.view(so);
+  // The gradients matmul(x, w^T) + bias would get, from the same ops.
+  autograd::record("matmul", {xd, wd, bd}, y, [x = xd.detach(), w = wd.detach(), has_bias = bd.defined()](const Tensor& g) {
+    Tensor gx, gw, gb;
+    if (autograd::needs_input_grad(0)) gx = matmul(g, w);
+    if (autograd::needs_input_grad(1)) gw = sum_to(matmul(x.transpose(-1, -2), g), {w.size(1), w.size(0)}).transpose(0, 1);
+    if (has_bias && autograd::needs_input_grad(2)) gb = sum_to(g, {w.size(0)});
+    return TensorList{gx, gw, gb};
+  });
   return y;
 }
 

@@ -1,6 +1,7 @@
-// CPU batched GEMM on Eigen. f16/bf16 operands are widened to f32 while being packed
-// into contiguous panels (exact: every f16/bf16 is an f32), multiplied and accumulated
-// in f32, and the result rounded once to the output dtype.
+// CPU batched GEMM and linear (x · w^T + bias) on Eigen. f16/bf16 operands are widened to
+// f32 while being packed into contiguous panels (exact: every f16/bf16 is an f32),
+// multiplied and accumulated in f32 (the bias added in f32), and the result rounded once to
+// the output dtype.
 #include <Eigen/Core>
 #include <vector>
 
@@ -49,8 +50,37 @@ void bmm_cpu(const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
+// The f32/f64 product as bmm_cpu computes it, plus the bias in the same type.
+template <class T>
+void linear_native(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  bmm_native<T>(x.unsqueeze(0), w.transpose(0, 1).unsqueeze(0), out.view({1, out.size(0), out.size(1)}));
+  if (!bias.defined()) return;
+  Eigen::Map<RowMat<T>> O(out.data<T>(), out.size(0), out.size(1));
+  const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> b(bias.data<T>(), bias.size(0));
+  O.rowwise() += b;
+}
+
+void linear_cpu(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
+  visit_floating(x.dtype(), "linear", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      linear_native<T>(x, w, bias, out);
+    } else {
+      const auto widened = [](const Tensor& t) {
+        if (!t.defined()) return t;
+        Tensor t32 = empty(t.shape(), {f32, Device::cpu()});
+        copy_(t32, t);
+        return t32;
+      };
+      Tensor o32 = empty(out.shape(), {f32, Device::cpu()});
+      linear_native<float>(widened(x), widened(w), widened(bias), o32);
+      copy_(out, o32);
+    }
+  });
+}
+
 }  // namespace
 
 HG_REGISTER_KERNEL(bmm_stub, cpu, bmm_cpu);
+HG_REGISTER_KERNEL(linear_stub, cpu, linear_cpu);
 
 }  // namespace hg::cpu

@@ -1,0 +1,334 @@
+// The tensor-core GEMM engine: out(z, i, j) = epilogue(sum_k A(z, i, k) * B(z, k, j)),
+// accumulated in f32 by mma.sync (f16, bf16, tf32 or 3xTF32), operands staged in shared
+// memory by a multi-stage cp.async pipeline. Matmul and implicit-GEMM convolution both run
+// on it; they differ only in their operand sources. Include from .cu files only.
+//
+// An operand source (A is M x K, B is K x N, per batch entry z) is a small struct:
+//   using Element = half | bfloat16 | float;   what is staged (f32 for the tf32 modes)
+//   static constexpr bool kContiguousK;        true: a *line* is a row m of A / a column n
+//       of B and runs along k; false: a line is one k and runs along m (A) or n (B).
+//       Shared memory keeps each line's elements contiguous, so global loads are 16-byte
+//       chunks along a line and ldmatrix reads them plain (K) or with .trans (M/N).
+//   Line line(int64_t z, int64_t index) const;  what the source precomputes for one line:
+//       a pointer for a strided matrix; for a convolution the decoded pixel (n, p, q) of an
+//       im2col row. Called only for lines inside the matrix. For K-contiguous sources each
+//       thread calls it once per output tile and keeps its lines for the whole K loop (the
+//       expensive row decode is not repeated per k step); for M/N-contiguous sources, once
+//       per chunk per k step.
+//   Chunk<Element> chunk(const Line&, int64_t e, int n) const;  about elements e .. e+n-1
+//       of the line (1 <= n <= V = 16 / sizeof(Element), all inside the matrix):
+//       {p, copy}: they are stored contiguously at p (one cp.async when p is 16-byte aligned,
+//       the rest of the chunk zero-filled; element by element otherwise); {_, zero}: all are
+//       zero (a convolution's padding); {_, elements}: ask element() for each (a strided
+//       view, or a chunk that straddles two conv taps).
+//   const Element* element(const Line&, int64_t e) const;  element e's address, or nullptr
+//       where the element is zero.
+// Elements outside the matrix (tile borders, K tails) are never asked for: zeros are
+// staged there, so any M, N, K and any alignment give the right answer without reading
+// out of bounds.
+//
+// The output functor is called once per element inside the matrix as out(z, i, j, acc)
+// with the f32 sum; Epilogue below is the usual one (alpha, bias, ReLU, one rounding).
+//
+// Shared memory: per stage, A then B, each as lines of `pitch` elements, pitch = line
+// length + padding (16 bytes; 32 bytes for f32 lines along M/N). Padding, not a swizzle:
+// with it the 8 row addresses of every ldmatrix phase, and the 32 lanes' f32 fragment
+// reads, fall in distinct banks (pitch = 4 or 8 words mod 32).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/device_types.h"
+#include "cuda/launch.h"
+#include "cuda/primitives/barrier.h"
+#include "cuda/primitives/cp_async.h"
+#include "cuda/primitives/ldmatrix.h"
+#include "cuda/primitives/mma.h"
+#include "cuda/primitives/mma_layout.h"
+#include "cuda/primitives/shared_memory.h"
+
+namespace hg::cuda {
+
+enum class ChunkKind : uint8_t { copy, zero, elements };
+template <class E>
+struct Chunk {
+  const E* p;
+  ChunkKind kind;
+};
+
+// f16 / bf16: m16n8k16 on the stored values. tf32: one m16n8k8 on tf32-rounded f32.
+// tf32x3: x = big + small with big = tf32(x), small = tf32(x - big); the sum of
+// small*big + big*small + big*big (small*small dropped) keeps about f32 accuracy.
+enum class MmaMode : uint8_t { f16, bf16, tf32, tf32x3 };
+
+// A block tile BM x BN stepping BK along k, split into warp tiles WM x WN; Stages tiles of
+// A and B in flight. BK is in elements: 32 for 16-bit inputs, 16 for f32 (64 bytes a line).
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_ = 3>
+struct MmaTile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, Stages = Stages_;
+  static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN, kThreads = 32 * kWarpsM * kWarpsN;
+  static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0 && Stages >= 2,
+                "tile shapes must be multiples of the mma shapes");
+};
+// 8 warps of 64 x 32 for problems that fill the GPU; 4 warps of 32 x 32 for small M or N.
+template <class E>
+using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32>;
+template <class E>
+using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32>;
+
+// How one operand is staged: Rows is the tile's extent along M (A) or N (B).
+template <class Src, int Rows, int BK>
+struct StagedOperand {
+  using E = typename Src::Element;
+  static constexpr bool kK = Src::kContiguousK;
+  static constexpr int V = 16 / static_cast<int>(sizeof(E));
+  static constexpr int kLines = kK ? Rows : BK, kLineLen = kK ? BK : Rows;
+  static constexpr int kPitch = kLineLen + (!kK && sizeof(E) == 4 ? 8 : V);
+  static constexpr int kElems = kLines * kPitch;
+  static constexpr int kChunks = kLines * kLineLen / V;
+  static_assert(kLineLen % V == 0 && (kPitch * sizeof(E)) % 16 == 0, "lines must be whole 16-byte chunks");
+  // Shared-memory offset of element (r, k): r along M or N within the tile, k along K.
+  HG_HOST_DEVICE static constexpr int at(int r, int k) { return kK ? r * kPitch + k : k * kPitch + r; }
+};
+
+template <class Tile, class SrcA, class SrcB>
+constexpr size_t mma_gemm_shared_bytes() {
+  using OpA = StagedOperand<SrcA, Tile::BM, Tile::BK>;
+  using OpB = StagedOperand<SrcB, Tile::BN, Tile::BK>;
+  return size_t{Tile::Stages} * (OpA::kElems * sizeof(typename OpA::E) + OpB::kElems * sizeof(typename OpB::E));
+}
+
+namespace mma_detail {
+
+HG_DEVICE float f32_from_bits(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+// One 16-byte chunk of a line into shared memory at dst: elements e .. e+V-1 of `line`,
+// of which those at or past `extent` (and all, when !live) are zeros.
+template <class Op, class Src>
+HG_DEVICE void stage_chunk(const Src& src, bool live, const typename Src::Line& line, int64_t e, int64_t extent,
+                           typename Op::E* dst) {
+  using E = typename Op::E;
+  const E zero{};
+  if (!live || e >= extent) {
+    for (int j = 0; j < Op::V; ++j) dst[j] = zero;
+    return;
+  }
+  const int n = static_cast<int>(std::min<int64_t>(Op::V, extent - e));
+  const Chunk<E> c = src.chunk(line, e, n);
+  if (c.kind == ChunkKind::zero) {
+    for (int j = 0; j < Op::V; ++j) dst[j] = zero;
+  } else if (c.kind == ChunkKind::copy && reinterpret_cast<uintptr_t>(c.p) % 16 == 0) {
+    cp_async<16>(dst, c.p, static_cast<uint32_t>(n * sizeof(E)));
+  } else {
+    for (int j = 0; j < Op::V; ++j) {
+      const E* p = j < n ? src.element(line, e + j) : nullptr;
+      dst[j] = p ? *p : zero;
+    }
+  }
+}
+
+// The lines a thread stages for one operand; K-contiguous sources keep them for a tile.
+template <class Op, class Src, int Threads>
+struct OperandLoader {
+  static constexpr int kIters = (Op::kChunks + Threads - 1) / Threads;
+  static constexpr int kChunksPerLine = Op::kLineLen / Op::V;
+  typename Src::Line lines[Op::kK ? kIters : 1];
+  bool live[Op::kK ? kIters : 1];
+
+  // Tile origin r0 along M / N, `rows` the matrix's extent there.
+  HG_DEVICE void start_tile(const Src& src, int t, int64_t z, int64_t r0, int64_t rows) {
+    if constexpr (Op::kK)
+      for (int i = 0; i < kIters; ++i) {
+        const int c = t + i * Threads;
+        const int64_t r = r0 + c / kChunksPerLine;
+        live[i] = c < Op::kChunks && r < rows;
+        if (live[i]) lines[i] = src.line(z, r);
+      }
+  }
+
+  // Stages the k step starting at k0 into `tile`; `rows` and K bound the matrix.
+  HG_DEVICE void load(const Src& src, int t, int64_t z, int64_t r0, int64_t rows, int64_t k0, int64_t K,
+                      typename Op::E* tile) const {
+    for (int i = 0; i < kIters; ++i) {
+      const int c = t + i * Threads;
+      if (Op::kChunks % Threads != 0 && c >= Op::kChunks) break;
+      const int li = c / kChunksPerLine, off = c % kChunksPerLine * Op::V;
+      typename Op::E* dst = tile + li * Op::kPitch + off;
+      if constexpr (Op::kK) {
+        stage_chunk<Op>(src, live[i], lines[i], k0 + off, K, dst);
+      } else {
+        const int64_t k = k0 + li;
+        typename Src::Line line{};
+        if (k < K) line = src.line(z, k);
+        stage_chunk<Op>(src, k < K, line, r0 + off, rows, dst);
+      }
+    }
+  }
+};
+
+// The f32 fragments of a tf32 mma: x rounded to tf32 (`small` = false) or the tf32 of
+// what that rounding left out (`small` = true; 0 where x is not finite, so an inf input
+// gives inf, not inf - inf).
+HG_DEVICE uint32_t tf32_part(float x, bool small) {
+  const uint32_t big = f32_to_tf32(x);
+  if (!small) return big;
+  const float rest = x - f32_from_bits(big);
+  return rest == rest ? f32_to_tf32(rest) : 0u;
+}
+
+}  // namespace mma_detail
+
+// Natively one block per tile; tile counts above the grid limits loop (every bound tested is
+// the block's, so all its threads reach the same barriers).
+template <class Tile, MmaMode Mode, class SrcA, class SrcB, class Out>
+__global__ void __launch_bounds__(Tile::kThreads)
+    mma_gemm_kernel(int64_t batches, int64_t M, int64_t N, int64_t K, SrcA a, SrcB b, Out out) {
+  using OpA = StagedOperand<SrcA, Tile::BM, Tile::BK>;
+  using OpB = StagedOperand<SrcB, Tile::BN, Tile::BK>;
+  using EA = typename OpA::E;
+  using EB = typename OpB::E;
+  constexpr int MI = Tile::WM / 16, NI = Tile::WN / 8, S = Tile::Stages, BK = Tile::BK;
+  constexpr bool kTf32 = Mode == MmaMode::tf32 || Mode == MmaMode::tf32x3;
+  using Input = std::conditional_t<kTf32, float, std::conditional_t<Mode == MmaMode::f16, half, bfloat16>>;
+  static_assert(std::is_same_v<EA, Input> && std::is_same_v<EB, Input>,
+                "the sources' element type must be the mma mode's input type");
+
+  EA* const smem_a = dynamic_shared_memory<EA>();
+  EB* const smem_b = reinterpret_cast<EB*>(smem_a + S * OpA::kElems);
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  const int wm0 = warp % Tile::kWarpsM * Tile::WM, wn0 = warp / Tile::kWarpsM * Tile::WN;
+  const int64_t m_tiles = (M + Tile::BM - 1) / Tile::BM, n_tiles = (N + Tile::BN - 1) / Tile::BN;
+  const int64_t k_tiles = (K + BK - 1) / BK;
+  mma_detail::OperandLoader<OpA, SrcA, Tile::kThreads> load_a;
+  mma_detail::OperandLoader<OpB, SrcB, Tile::kThreads> load_b;
+
+  for (int64_t z = blockIdx.z; z < batches; z += gridDim.z)
+    for (int64_t tn = blockIdx.y; tn < n_tiles; tn += gridDim.y)
+      for (int64_t tm = blockIdx.x; tm < m_tiles; tm += gridDim.x) {
+        const int64_t m0 = tm * Tile::BM, n0 = tn * Tile::BN;
+        load_a.start_tile(a, t, z, m0, M);
+        load_b.start_tile(b, t, z, n0, N);
+        const auto stage = [&](int64_t kt) {
+          const int s = static_cast<int>(kt % S);
+          load_a.load(a, t, z, m0, M, kt * BK, K, smem_a + s * OpA::kElems);
+          load_b.load(b, t, z, n0, N, kt * BK, K, smem_b + s * OpB::kElems);
+        };
+        float acc[MI][NI][4] = {};
+        // One commit group per k step (empty past the end), so wait<S-2> always means
+        // "step kt has landed".
+        for (int s = 0; s < S - 1; ++s) {
+          if (s < k_tiles) stage(s);
+          cp_async_commit();
+        }
+        for (int64_t kt = 0; kt < k_tiles; ++kt) {
+          cp_async_wait<S - 2>();
+          sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
+          if (kt + S - 1 < k_tiles) stage(kt + S - 1);
+          cp_async_commit();
+          const EA* As = smem_a + kt % S * OpA::kElems;
+          const EB* Bs = smem_b + kt % S * OpB::kElems;
+          if constexpr (!kTf32) {
+            const int mat = lane / 8, r8 = lane % 8;
+            for (int kk = 0; kk < BK; kk += 16) {
+              uint32_t af[MI][4], bf[NI][2];
+              for (int mi = 0; mi < MI; ++mi) {
+                // Matrices: rows 0-7 / 8-15 of the fragment (mat & 1) x k 0-7 / 8-15 (mat >> 1).
+                const int m = wm0 + mi * 16 + (mat & 1) * 8, k = kk + (mat >> 1) * 8;
+                if constexpr (OpA::kK) ldmatrix_x4(af[mi], As + OpA::at(m + r8, k));
+                else ldmatrix_x4_trans(af[mi], As + OpA::at(m, k + r8));
+              }
+              for (int nj = 0; nj < NI; nj += 2) {
+                // Matrices: k 0-7 / 8-15 (mat & 1) x columns n 0-7 / 8-15 (mat >> 1).
+                const int n = wn0 + nj * 8 + (mat >> 1) * 8, k = kk + (mat & 1) * 8;
+                uint32_t r[4];
+                if constexpr (OpB::kK) ldmatrix_x4(r, Bs + OpB::at(n + r8, k));
+                else ldmatrix_x4_trans(r, Bs + OpB::at(n, k + r8));
+                bf[nj][0] = r[0], bf[nj][1] = r[1], bf[nj + 1][0] = r[2], bf[nj + 1][1] = r[3];
+              }
+              for (int mi = 0; mi < MI; ++mi)
+                for (int nj = 0; nj < NI; ++nj) {
+                  if constexpr (Mode == MmaMode::f16) mma_m16n8k16_f16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
+                  else mma_m16n8k16_bf16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
+                }
+            }
+          } else {
+            constexpr int kParts = Mode == MmaMode::tf32x3 ? 2 : 1;  // [0] big, [1] small
+            for (int kk = 0; kk < BK; kk += 8) {
+              uint32_t af[MI][kParts][4], bf[NI][kParts][2];
+              for (int mi = 0; mi < MI; ++mi)
+                for (int i = 0; i < 4; ++i) {
+                  const RowCol rc = mma_m16n8k8_tf32_a(lane, i);
+                  const float x = As[OpA::at(wm0 + mi * 16 + rc.row, kk + rc.col)];
+                  for (int p = 0; p < kParts; ++p) af[mi][p][i] = mma_detail::tf32_part(x, p == 1);
+                }
+              for (int nj = 0; nj < NI; ++nj)
+                for (int i = 0; i < 2; ++i) {
+                  const RowCol rc = mma_m16n8k8_tf32_b(lane, i);
+                  const float x = Bs[OpB::at(wn0 + nj * 8 + rc.col, kk + rc.row)];
+                  for (int p = 0; p < kParts; ++p) bf[nj][p][i] = mma_detail::tf32_part(x, p == 1);
+                }
+              for (int mi = 0; mi < MI; ++mi)
+                for (int nj = 0; nj < NI; ++nj) {
+                  // The small cross terms first, so they are not lost below big*big's ulp.
+                  if constexpr (kParts == 2) {
+                    mma_m16n8k8_tf32(acc[mi][nj], af[mi][1], bf[nj][0], acc[mi][nj]);
+                    mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][1], acc[mi][nj]);
+                  }
+                  mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][0], acc[mi][nj]);
+                }
+            }
+          }
+        }
+        cp_async_wait<0>();
+        sync_threads();  // every warp is done with shared memory before the next tile's loads
+        for (int mi = 0; mi < MI; ++mi)
+          for (int nj = 0; nj < NI; ++nj)
+            for (int i = 0; i < 4; ++i) {
+              const RowCol rc = mma_m16n8_c(lane, i);
+              const int64_t row = m0 + wm0 + mi * 16 + rc.row, col = n0 + wn0 + nj * 8 + rc.col;
+              if (row < M && col < N) out(z, row, col, acc[mi][nj][i]);
+            }
+      }
+}
+
+// out(z, i, j) = round(alpha * acc + bias[j]), ReLU'd if asked, stored as T at
+// p[z * batch_stride + i * row_stride + j]. One rounding into T (f32 arithmetic before it).
+template <class T, class BiasT = T>
+struct Epilogue {
+  T* p;
+  int64_t batch_stride, row_stride;
+  const BiasT* bias = nullptr;
+  float alpha = 1.0f;
+  bool relu = false;
+  HG_DEVICE void operator()(int64_t z, int64_t i, int64_t j, float acc) const {
+    float v = alpha * acc;
+    if (bias) v += static_cast<float>(dev_load(bias[j]));
+    if (relu && v < 0.0f) v = 0.0f;  // NaN stays NaN
+    p[z * batch_stride + i * row_stride + j] = dev_store<T>(v);
+  }
+};
+
+// Launches mma_gemm_kernel with tile config Tile on `device`'s current stream. Grids are
+// capped as simt_gemm's are; the kernel loops over the tiles beyond them.
+template <class Tile, MmaMode Mode, class SrcA, class SrcB, class Out>
+void mma_gemm(int device, const char* name, int64_t batches, int64_t M, int64_t N, int64_t K, const SrcA& a,
+              const SrcB& b, const Out& out) {
+  if (batches == 0 || M == 0 || N == 0) return;
+  const auto cap = [](int64_t tiles, int64_t limit) { return static_cast<unsigned>(std::min(tiles, limit)); };
+  const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM, int64_t{1} << 20), cap((N + Tile::BN - 1) / Tile::BN, 65535),
+                  cap(batches, 65535));
+  launch(mma_gemm_kernel<Tile, Mode, SrcA, SrcB, Out>,
+         {.grid = grid,
+          .block = dim3(Tile::kThreads),
+          .shared_bytes = mma_gemm_shared_bytes<Tile, SrcA, SrcB>(),
+          .stream = current_stream(device),
+          .name = name},
+         batches, M, N, K, a, b, out);
+}
+
+}  // namespace hg::cuda
