@@ -37,7 +37,8 @@ for tool in meson ninja timeout; do
 done
 
 mkdir -p "$out"
-summary=()   # "| stage | status | seconds | detail |" rows
+summary=()   # "| stage | status | seconds | log |" rows
+failed_logs=()
 failed=0
 
 # run_stage NAME LIMIT LOG CMD...: runs CMD under `timeout`, logs its output, records a row.
@@ -50,9 +51,11 @@ run_stage() {
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
     status="TIMED OUT after ${limit} s"
     failed=1
+    failed_logs+=("$log")
   elif [ $rc -ne 0 ]; then
     status="FAILED (exit $rc)"
     failed=1
+    failed_logs+=("$log")
   else
     status="ok"
   fi
@@ -76,8 +79,8 @@ fi
 # 2. The GPU tests: every [cuda] case (op kernels against the CPU, the vendor references,
 # native-only kernels) now runs on the real device instead of being skipped.
 run_stage tests "$t_tests" "$out/tests.log" env OMP_NUM_THREADS=4 build-gpu/tests/halfgrad_tests "[cuda]"
-test_line=$(grep -E "test cases|All tests passed" "$out/tests.log" | tail -1)
-skipped=$(grep -c "skipped:" "$out/tests.log")
+# The runner's last line: "N passed, N failed, N skipped" (skips name their reason in the log).
+test_line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$out/tests.log" | tail -1)
 
 # 3. Kernel throughput, halfgrad vs cuBLAS/cuDNN.
 kernel_flags=(--out "$out/gpu_kernels.md")
@@ -105,7 +108,13 @@ report="$out/gpu_check.md"
   echo "|---|---|---|---|"
   printf '%s\n' "${summary[@]}"
   echo
-  echo "Tests \"[cuda]\": ${test_line:-no summary line (see $out/tests.log)}; skipped cases: $skipped"
+  echo "Tests \"[cuda]\": ${test_line:-no summary line (see $out/tests.log)}"
+  for log in ${failed_logs[@]+"${failed_logs[@]}"}; do
+    echo
+    echo "Last lines of $log:"
+    echo
+    tail -4 "$log" | sed 's/^/    /'
+  done
   echo
   echo "## Kernels (halfgrad vs cuBLAS/cuDNN)"
   echo
