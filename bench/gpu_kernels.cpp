@@ -121,9 +121,14 @@ std::string line(const Row& r, int note_number) {
 class Rows {
  public:
   void add(const Row& r) {
-    rows_.push_back(r);
-    if (!r.note.empty()) notes_.push_back(r.note);
-    std::printf("%s", line(r, static_cast<int>(notes_.size())).c_str());
+    int number = 0;
+    if (!r.note.empty()) {  // the same message (e.g. no cuDNN here) gets one number
+      const auto it = std::find(notes_.begin(), notes_.end(), r.note);
+      number = static_cast<int>(it - notes_.begin()) + 1;
+      if (it == notes_.end()) notes_.push_back(r.note);
+    }
+    lines_.push_back(line(r, number));
+    std::printf("%s", lines_.back().c_str());
     std::fflush(stdout);
   }
   std::string notes() const {
@@ -133,14 +138,12 @@ class Rows {
   }
   std::string table() const {
     std::string t = kHeader;
-    int n = 0;
-    for (const Row& r : rows_) t += line(r, r.note.empty() ? 0 : ++n);
+    for (const std::string& l : lines_) t += l;
     return t + notes();
   }
 
  private:
-  std::vector<Row> rows_;
-  std::vector<std::string> notes_;
+  std::vector<std::string> lines_, notes_;
 };
 
 struct GemmMode {
