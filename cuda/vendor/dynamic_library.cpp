@@ -4,24 +4,54 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
 #include "framework/error.h"
 
 namespace hg::cuda::vendor {
 
+namespace {
+
+// Where a CUDA toolkit keeps its libraries when the loader's cache does not know them.
+std::vector<std::string> toolkit_dirs() {
+  std::vector<std::string> dirs;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/lib64");
+  dirs.push_back("/usr/local/cuda/lib64");
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
+}
+
+}  // namespace
+
 DynamicLibrary::DynamicLibrary(std::string label, std::initializer_list<const char*> file_names)
     : label_(std::move(label)) {
   std::string tried;
-  for (const char* f : file_names) {
+  // The loader's search (LD_LIBRARY_PATH, the ld.so cache) first, then the toolkit folders.
+  std::vector<std::string> candidates(file_names.begin(), file_names.end());
+  for (const std::string& dir : toolkit_dirs())
+    for (const char* f : file_names) candidates.push_back(dir + "/" + f);
+  for (const std::string& f : candidates) {
     // RTLD_LOCAL: the vendor's symbols must not interpose on anything else in the process.
-    handle_ = dlopen(f, RTLD_NOW | RTLD_LOCAL);
+    handle_ = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_) {
       file_ = f;
       return;
     }
-    const char* why = dlerror();
-    tried += std::string(tried.empty() ? "" : "; ") + f + ": " + (why ? why : "not found");
+    // Only the bare names' messages: the folders' ones repeat "No such file" for each.
+    if (f.find('/') == std::string::npos) {
+      const char* why = dlerror();
+      tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : f + ": not found");
+    } else {
+      dlerror();
+    }
   }
-  error_ = label_ + " could not be loaded (tried " + tried + ")";
+  std::string dirs;
+  for (const std::string& d : toolkit_dirs()) dirs += (dirs.empty() ? "" : ", ") + d;
+  error_ = label_ + " could not be loaded (" + tried + "; also looked in " + dirs + ")";
 }
 
 void* DynamicLibrary::symbol(const char* name) const {
