@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 out=${HG_GPU_CHECK_OUT:-build-gpu/gpu-check}
 steps=${HG_GPU_CHECK_STEPS:-60}
 # Time limits per stage, seconds (build with an empty compiler cache is the big one).
-t_build=200 t_tests=60 t_kernels=110 t_segbench=35
+t_build=200 t_tests=75 t_kernels=110 t_segbench=30
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "gpu_check: nvidia-smi not found: this check needs a machine with an NVIDIA GPU and its driver" >&2
