@@ -48,6 +48,14 @@
 #include "cuda/primitives/mma_layout.h"
 #include "cuda/primitives/shared_memory.h"
 
+// Fragment and accumulator arrays stay in registers only if every loop indexing them is
+// unrolled; nvcc does not always do it unasked. (The host compiler needs no hint.)
+#if defined(__CUDA_ARCH__)
+#define HG_MMA_UNROLL _Pragma("unroll")
+#else
+#define HG_MMA_UNROLL
+#endif
+
 namespace hg::cuda {
 
 enum class ChunkKind : uint8_t { copy, zero, elements };
@@ -115,16 +123,19 @@ HG_DEVICE void stage_chunk(const Src& src, bool live, const typename Src::Line& 
   using E = typename Op::E;
   const E zero{};
   if (!live || e >= extent) {
+    HG_MMA_UNROLL
     for (int j = 0; j < Op::V; ++j) dst[j] = zero;
     return;
   }
   const int n = static_cast<int>(std::min<int64_t>(Op::V, extent - e));
   const Chunk<E> c = src.chunk(line, e, n);
   if (c.kind == ChunkKind::zero) {
+    HG_MMA_UNROLL
     for (int j = 0; j < Op::V; ++j) dst[j] = zero;
   } else if (c.kind == ChunkKind::copy && reinterpret_cast<uintptr_t>(c.p) % 16 == 0) {
     cp_async<16>(dst, c.p, static_cast<uint32_t>(n * sizeof(E)));
   } else {
+    HG_MMA_UNROLL
     for (int j = 0; j < Op::V; ++j) {
       const E* p = j < n ? src.element(line, e + j) : nullptr;
       dst[j] = p ? *p : zero;
@@ -143,6 +154,7 @@ struct OperandLoader {
   // Tile origin r0 along M / N, `rows` the matrix's extent there.
   HG_DEVICE void start_tile(const Src& src, int t, int64_t z, int64_t r0, int64_t rows) {
     if constexpr (Op::kK)
+      HG_MMA_UNROLL
       for (int i = 0; i < kIters; ++i) {
         const int c = t + i * Threads;
         const int64_t r = r0 + c / kChunksPerLine;
@@ -154,6 +166,7 @@ struct OperandLoader {
   // Stages the k step starting at k0 into `tile`; `rows` and K bound the matrix.
   HG_DEVICE void load(const Src& src, int t, int64_t z, int64_t r0, int64_t rows, int64_t k0, int64_t K,
                       typename Op::E* tile) const {
+    HG_MMA_UNROLL
     for (int i = 0; i < kIters; ++i) {
       const int c = t + i * Threads;
       if (Op::kChunks % Threads != 0 && c >= Op::kChunks) break;
@@ -221,6 +234,7 @@ __global__ void __launch_bounds__(Tile::kThreads)
         float acc[MI][NI][4] = {};
         // One commit group per k step (empty past the end), so wait<S-2> always means
         // "step kt has landed".
+        HG_MMA_UNROLL
         for (int s = 0; s < S - 1; ++s) {
           if (s < k_tiles) stage(s);
           cp_async_commit();
@@ -234,14 +248,17 @@ __global__ void __launch_bounds__(Tile::kThreads)
           const EB* Bs = smem_b + kt % S * OpB::kElems;
           if constexpr (!kTf32) {
             const int mat = lane / 8, r8 = lane % 8;
+            HG_MMA_UNROLL
             for (int kk = 0; kk < BK; kk += 16) {
               uint32_t af[MI][4], bf[NI][2];
+              HG_MMA_UNROLL
               for (int mi = 0; mi < MI; ++mi) {
                 // Matrices: rows 0-7 / 8-15 of the fragment (mat & 1) x k 0-7 / 8-15 (mat >> 1).
                 const int m = wm0 + mi * 16 + (mat & 1) * 8, k = kk + (mat >> 1) * 8;
                 if constexpr (OpA::kK) ldmatrix_x4(af[mi], As + OpA::at(m + r8, k));
                 else ldmatrix_x4_trans(af[mi], As + OpA::at(m, k + r8));
               }
+              HG_MMA_UNROLL
               for (int nj = 0; nj < NI; nj += 2) {
                 // Matrices: k 0-7 / 8-15 (mat & 1) x columns n 0-7 / 8-15 (mat >> 1).
                 const int n = wn0 + nj * 8 + (mat >> 1) * 8, k = kk + (mat & 1) * 8;
@@ -250,7 +267,9 @@ __global__ void __launch_bounds__(Tile::kThreads)
                 else ldmatrix_x4_trans(r, Bs + OpB::at(n, k + r8));
                 bf[nj][0] = r[0], bf[nj][1] = r[1], bf[nj + 1][0] = r[2], bf[nj + 1][1] = r[3];
               }
+              HG_MMA_UNROLL
               for (int mi = 0; mi < MI; ++mi)
+                HG_MMA_UNROLL
                 for (int nj = 0; nj < NI; ++nj) {
                   if constexpr (Mode == MmaMode::f16) mma_m16n8k16_f16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
                   else mma_m16n8k16_bf16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
@@ -258,21 +277,30 @@ __global__ void __launch_bounds__(Tile::kThreads)
             }
           } else {
             constexpr int kParts = Mode == MmaMode::tf32x3 ? 2 : 1;  // [0] big, [1] small
+            HG_MMA_UNROLL
             for (int kk = 0; kk < BK; kk += 8) {
               uint32_t af[MI][kParts][4], bf[NI][kParts][2];
+              HG_MMA_UNROLL
               for (int mi = 0; mi < MI; ++mi)
+                HG_MMA_UNROLL
                 for (int i = 0; i < 4; ++i) {
                   const RowCol rc = mma_m16n8k8_tf32_a(lane, i);
                   const float x = As[OpA::at(wm0 + mi * 16 + rc.row, kk + rc.col)];
+                  HG_MMA_UNROLL
                   for (int p = 0; p < kParts; ++p) af[mi][p][i] = mma_detail::tf32_part(x, p == 1);
                 }
+              HG_MMA_UNROLL
               for (int nj = 0; nj < NI; ++nj)
+                HG_MMA_UNROLL
                 for (int i = 0; i < 2; ++i) {
                   const RowCol rc = mma_m16n8k8_tf32_b(lane, i);
                   const float x = Bs[OpB::at(wn0 + nj * 8 + rc.col, kk + rc.row)];
+                  HG_MMA_UNROLL
                   for (int p = 0; p < kParts; ++p) bf[nj][p][i] = mma_detail::tf32_part(x, p == 1);
                 }
+              HG_MMA_UNROLL
               for (int mi = 0; mi < MI; ++mi)
+                HG_MMA_UNROLL
                 for (int nj = 0; nj < NI; ++nj) {
                   // The small cross terms first, so they are not lost below big*big's ulp.
                   if constexpr (kParts == 2) {
@@ -286,8 +314,11 @@ __global__ void __launch_bounds__(Tile::kThreads)
         }
         cp_async_wait<0>();
         sync_threads();  // every warp is done with shared memory before the next tile's loads
+        HG_MMA_UNROLL
         for (int mi = 0; mi < MI; ++mi)
+          HG_MMA_UNROLL
           for (int nj = 0; nj < NI; ++nj)
+            HG_MMA_UNROLL
             for (int i = 0; i < 4; ++i) {
               const RowCol rc = mma_m16n8_c(lane, i);
               const int64_t row = m0 + wm0 + mi * 16 + rc.row, col = n0 + wn0 + nj * 8 + rc.col;
