@@ -1,6 +1,9 @@
 // conv2d forward, input gradient and weight gradient on the cuda device as implicit GEMMs
 // on the tiled SIMT kernel (cuda/simt_gemm.h), one batch entry per group; operands are
 // gathered through cuda/conv2d_indexing.h, accumulated in f32 (f64 for f64), rounded once.
+// The f64 and strict-f32 paths of cuda/conv2d_implicit_gemm.cu, which registers the stubs.
+#include "cuda/conv2d_simt.h"
+
 #include "cuda/conv2d_indexing.h"
 #include "cuda/device_types.h"
 #include "cuda/simt_gemm.h"
@@ -66,6 +69,8 @@ struct GroupedOut {
   }
 };
 
+}  // namespace
+
 ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
   for (const Tensor* t : {&x, &w, &y})
     HG_CHECK(t->is_contiguous(), "conv2d on ", t->device().str(), ": the kernels take contiguous tensors, got shape ",
@@ -79,7 +84,7 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Co
   return s;
 }
 
-void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
   const ConvShape s = conv_shape(x, w, y, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() {
@@ -90,7 +95,7 @@ void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& y, const ConvP
 }
 
 // Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros.
-void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
   const ConvShape s = conv_shape(gx, w, gy, p);
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
     simt_gemm<compute_t<T>>(gx.device().index, "conv2d_dgrad_simt", s.G, s.N * s.H * s.W, s.Cg, s.R * s.S * s.Kg,
@@ -99,7 +104,7 @@ void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvP
   });
 }
 
-void wgrad_cuda(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+void conv2d_wgrad_simt(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
   const ConvShape s = conv_shape(x, gw, gy, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(gw.dtype(), "conv2d (weight gradient)", [&]<typename T>() {
@@ -108,11 +113,5 @@ void wgrad_cuda(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvP
                             GroupedOut<T>{gw.data<T>(), RSCg, s.Kg * RSCg});
   });
 }
-
-}  // namespace
-
-HG_REGISTER_KERNEL(conv2d_forward_stub, cuda, forward_cuda);
-HG_REGISTER_KERNEL(conv2d_dgrad_stub, cuda, dgrad_cuda);
-HG_REGISTER_KERNEL(conv2d_wgrad_stub, cuda, wgrad_cuda);
 
 }  // namespace hg::cuda

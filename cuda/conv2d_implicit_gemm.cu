@@ -1,0 +1,71 @@
+// conv2d forward, input gradient and weight gradient on the cuda device as implicit GEMMs
+// on the tensor-core engine (cuda/mma_gemm.h) with the operand sources of
+// cuda/conv2d_sources.h: f16/bf16 on mma.sync with f32 accumulation, f32 as kernel_settings'
+// f32_matmul() says (accurate = 3xTF32, fast = tf32, strict = SIMT), f64 on the SIMT GEMM
+// (cuda/conv2d_simt.cu). Provider::vendor runs cuDNN instead (cuda/vendor/vendor_ops.h).
+// One rounding per output element; conv_transpose2d reaches these through ops/conv2d.cpp.
+// claims: tensor cores
+#include "cuda/conv2d_simt.h"
+#include "cuda/conv2d_sources.h"
+#include "cuda/device_types.h"
+#include "cuda/mma_dispatch.h"
+#include "cuda/mma_sources.h"
+#include "cuda/vendor/vendor_ops.h"
+
+namespace hg::cuda {
+namespace {
+
+void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+  if (conv_provider() == Provider::vendor) return vendor::conv2d_forward(x, w, y, p);
+  const ConvShape s = conv_shape(x, w, y, p);
+  const int64_t RSCg = s.R * s.S * s.Cg;
+  visit_floating(y.dtype(), "conv2d", [&]<typename T>() {
+    const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
+      mma_gemm_auto<T, decltype(mode)::value>(y.device().index, "conv2d_forward_tc", s.G, s.N * s.P * s.Q, s.Kg, RSCg,
+                                              Im2colSource<T, true>{x.data<T>(), s},
+                                              FilterSource<T>{w.data<T>(), s.Kg, RSCg},
+                                              Epilogue<T>{y.data<T>(), s.Kg, s.K});
+    });
+    if (!on_tensor_cores) conv2d_forward_simt(x, w, y, p);
+  });
+}
+
+// Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros.
+void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+  if (conv_provider() == Provider::vendor) return vendor::conv2d_dgrad(gy, w, gx, p);
+  const ConvShape s = conv_shape(gx, w, gy, p);
+  visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
+    const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
+      mma_gemm_auto<T, decltype(mode)::value>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * s.H * s.W, s.Cg,
+                                              s.R * s.S * s.Kg, GatherSource<T>{gy.data<T>(), s},
+                                              FilterRowsSource<T>{w.data<T>(), s},
+                                              Epilogue<T>{gx.data<T>(), s.Cg, s.C});
+    });
+    if (!on_tensor_cores) conv2d_dgrad_simt(gy, w, gx, p);
+  });
+}
+
+// gw = gy^T · im2col(x): gy^T's lines are pixels along the filters (M-contiguous), and
+// im2col's lines are pixels along (r, s, c) (N-contiguous).
+void wgrad_cuda(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+  if (conv_provider() == Provider::vendor) return vendor::conv2d_wgrad(gy, x, gw, p);
+  const ConvShape s = conv_shape(x, gw, gy, p);
+  const int64_t RSCg = s.R * s.S * s.Cg;
+  visit_floating(gw.dtype(), "conv2d (weight gradient)", [&]<typename T>() {
+    const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
+      mma_gemm_auto<T, decltype(mode)::value>(gw.device().index, "conv2d_wgrad_tc", s.G, s.Kg, RSCg,
+                                              s.N * s.P * s.Q, StridedSource<T, false>{gy.data<T>(), s.Kg, s.K, 1},
+                                              Im2colSource<T, false>{x.data<T>(), s},
+                                              Epilogue<T>{gw.data<T>(), s.Kg * RSCg, RSCg});
+    });
+    if (!on_tensor_cores) conv2d_wgrad_simt(gy, x, gw, p);
+  });
+}
+
+}  // namespace
+
+HG_REGISTER_KERNEL(conv2d_forward_stub, cuda, forward_cuda);
+HG_REGISTER_KERNEL(conv2d_dgrad_stub, cuda, dgrad_cuda);
+HG_REGISTER_KERNEL(conv2d_wgrad_stub, cuda, wgrad_cuda);
+
+}  // namespace hg::cuda

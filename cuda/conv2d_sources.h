@@ -1,0 +1,114 @@
+// The operands of implicit-GEMM convolution as sources of the tensor-core GEMM engine
+// (cuda/mma_gemm.h states the contract). NHWC activations, [K, R, S, Cg] weights, one
+// GEMM batch entry per group g (ConvShape in cuda/conv2d_indexing.h):
+//   forward  y  [N*P*Q, Kg]      = im2col(x) [N*P*Q, R*S*Cg]  · w^T  [R*S*Cg, Kg]
+//   dgrad    gx [N*H*W, Cg]      = gather(gy) [N*H*W, R*S*Kg] · w    [R*S*Kg, Cg]
+//   wgrad    gw [Kg, R*S*Cg]     = gy^T [Kg, N*P*Q]           · im2col(x) [N*P*Q, R*S*Cg]
+// A line of im2col (one output pixel) and of the gather (one input pixel) decodes its pixel
+// once; a chunk of 8 (f16/bf16) or 4 (f32) columns inside one filter tap is contiguous in
+// memory (channels are innermost) and becomes one 16-byte copy, or zeros where the tap falls
+// in the padding (im2col) or reaches no output (gather). Chunks that straddle two taps
+// (channel counts not a multiple of the chunk) and unaligned ones are read element by
+// element: any channel count is right, multiples of 8 are fast. Include from .cu only.
+#pragma once
+#include <cstdint>
+
+#include "cuda/conv2d_indexing.h"
+#include "cuda/mma_gemm.h"
+
+namespace hg::cuda {
+
+// im2col(x) of group g: rows are output pixels m = (n, p, q), columns kk = (r, s, c).
+// KContiguous: the forward's A (lines are rows); otherwise the weight gradient's B (lines
+// are rows too, i.e. along N, and a line runs along the GEMM's N axis = kk).
+template <class T, bool KContiguous>
+struct Im2colSource {
+  using Element = T;
+  static constexpr bool kContiguousK = KContiguous;
+  struct Line {
+    const T* base;  // x[n, 0, 0, g*Cg]
+    int64_t h0, w0;  // the input position of tap (0, 0)
+  };
+  const T* x;
+  ConvShape s;
+  HG_DEVICE Line line(int64_t g, int64_t m) const {
+    const int64_t q = m % s.Q, p = m / s.Q % s.P, n = m / (s.Q * s.P);
+    return {x + n * s.H * s.W * s.C + g * s.Cg, p * s.sh - s.ph, q * s.sw - s.pw};
+  }
+  // Address of column kk, or nullptr in the padding.
+  HG_DEVICE const T* element(const Line& l, int64_t kk) const {
+    const int64_t c = kk % s.Cg, tap = kk / s.Cg;
+    const int64_t h = l.h0 + tap / s.S * s.dh, w = l.w0 + tap % s.S * s.dw;
+    if (h < 0 || h >= s.H || w < 0 || w >= s.W) return nullptr;
+    return l.base + (h * s.W + w) * s.C + c;
+  }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t kk, int n) const {
+    if (kk % s.Cg + n > s.Cg) return {nullptr, ChunkKind::elements};  // straddles two taps
+    const T* p = element(l, kk);
+    return {p, p ? ChunkKind::copy : ChunkKind::zero};
+  }
+};
+
+// The weights of group g as the forward's B: line kf (a filter) runs along kk = (r, s, c),
+// contiguous in [K, R, S, Cg].
+template <class T>
+struct FilterSource {
+  using Element = T;
+  using Line = const T*;
+  static constexpr bool kContiguousK = true;
+  const T* w;
+  int64_t Kg, RSCg;
+  HG_DEVICE Line line(int64_t g, int64_t kf) const { return w + (g * Kg + kf) * RSCg; }
+  HG_DEVICE Chunk<T> chunk(Line l, int64_t e, int) const { return {l + e, ChunkKind::copy}; }
+  HG_DEVICE const T* element(Line l, int64_t e) const { return l + e; }
+};
+
+// gather(gy) of group g, the input gradient's A: rows are input pixels m = (n, h, w),
+// columns j = (r, s, k); column j holds the output gradient that reaches (h, w) through tap
+// (r, s) of filter k, or zero where no output position does.
+template <class T>
+struct GatherSource {
+  using Element = T;
+  static constexpr bool kContiguousK = true;
+  struct Line {
+    const T* base;  // gy[n, 0, 0, g*Kg]
+    int64_t h, w;
+  };
+  const T* gy;
+  ConvShape s;
+  HG_DEVICE Line line(int64_t g, int64_t m) const {
+    const int64_t w = m % s.W, h = m / s.W % s.H, n = m / (s.W * s.H);
+    return {gy + n * s.P * s.Q * s.K + g * s.Kg, h, w};
+  }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const {
+    const int64_t k = j % s.Kg, tap = j / s.Kg;
+    const int64_t p = output_reading(l.h, tap / s.S, s.sh, s.ph, s.dh, s.P);
+    const int64_t q = output_reading(l.w, tap % s.S, s.sw, s.pw, s.dw, s.Q);
+    if (p < 0 || q < 0) return nullptr;
+    return l.base + (p * s.Q + q) * s.K + k;
+  }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
+    if (j % s.Kg + n > s.Kg) return {nullptr, ChunkKind::elements};
+    const T* p = element(l, j);
+    return {p, p ? ChunkKind::copy : ChunkKind::zero};
+  }
+};
+
+// The weights of group g as the input gradient's B, [R*S*Kg, Cg]: line j = (r, s, k) runs
+// along the input channels c (the GEMM's N axis), contiguous in [K, R, S, Cg].
+template <class T>
+struct FilterRowsSource {
+  using Element = T;
+  using Line = const T*;
+  static constexpr bool kContiguousK = false;
+  const T* w;
+  ConvShape s;
+  HG_DEVICE Line line(int64_t g, int64_t j) const {
+    const int64_t k = j % s.Kg, tap = j / s.Kg;
+    return w + ((g * s.Kg + k) * s.R * s.S + tap) * s.Cg;
+  }
+  HG_DEVICE Chunk<T> chunk(Line l, int64_t c, int) const { return {l + c, ChunkKind::copy}; }
+  HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
+};
+
+}  // namespace hg::cuda
