@@ -159,7 +159,7 @@ struct OperandLoader {
         const int c = t + i * Threads;
         const int64_t r = r0 + c / kChunksPerLine;
         live[i] = c < Op::kChunks && r < rows;
-        if (live[i]) lines[i] = src.line(z, r);
+        lines[i] = live[i] ? src.line(z, r) : typename Src::Line{};
       }
   }
 
