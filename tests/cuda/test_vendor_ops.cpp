@@ -20,15 +20,12 @@ using hg::test::kCuda;
 
 namespace {
 
+#ifdef HG_WITH_CUDA
 // Why the vendor library cannot be compared with the CPU here ("" when it can).
-std::string vendor_skip_reason([[maybe_unused]] bool cudnn) {
-#ifndef HG_WITH_CUDA
-  return "this build has no CUDA backend, so no cuBLAS/cuDNN references";
-#else
+std::string vendor_skip_reason(bool cudnn) {
   if (cuda::is_emulated()) return "the cuBLAS/cuDNN references need a real GPU; cuda:0 is the CPU emulation";
   if (!test::cuda_available()) return test::cuda_unavailable_reason();
   return cudnn ? cuda::vendor::cudnn_unavailable_reason() : cuda::vendor::cublas_unavailable_reason();
-#endif
 }
 
 #define HG_REQUIRE_VENDOR(cudnn)                                  \
@@ -37,7 +34,6 @@ std::string vendor_skip_reason([[maybe_unused]] bool cudnn) {
     if (!why_.empty()) HG_SKIP(why_);                             \
   } while (0)
 
-#ifdef HG_WITH_CUDA
 Tensor cpu_bmm(const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {a.dtype(), Device::cpu()});
   bmm_stub(Device::cpu(), a, b, out);
