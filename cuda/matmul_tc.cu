@@ -3,10 +3,9 @@
 // accurate as 3xTF32, fast as one tf32 mma; f64 on the SIMT GEMM (cuda/matmul_simt.cu).
 // Provider::vendor runs them on cuBLAS instead (cuda/vendor/vendor_ops.h).
 // claims: tensor cores
-#include <type_traits>
-
 #include "cuda/kernel_settings.h"
 #include "cuda/matmul_simt.h"
+#include "cuda/mma_dispatch.h"
 #include "cuda/mma_gemm.h"
 #include "cuda/mma_sources.h"
 #include "cuda/vendor/vendor_ops.h"
@@ -17,33 +16,6 @@
 namespace hg::cuda {
 namespace {
 
-// 128 x 128 tiles only when there are enough of them to occupy every SM; otherwise 64 x 64
-// tiles give four times as many blocks.
-bool use_large_tiles(int64_t batches, int64_t M, int64_t N) { return (M + 127) / 128 * ((N + 127) / 128) * batches >= 96; }
-
-// Calls f(integral_constant<MmaMode, mode>) with the tensor-core mode that runs a product
-// in T, or returns false where T runs on the SIMT GEMM (f64, strict f32).
-template <class T, class F>
-bool with_mma_mode(F&& f) {
-  using Mode = MmaMode;
-  if constexpr (std::is_same_v<T, half>) {
-    f(std::integral_constant<Mode, Mode::f16>{});
-    return true;
-  } else if constexpr (std::is_same_v<T, bfloat16>) {
-    f(std::integral_constant<Mode, Mode::bf16>{});
-    return true;
-  } else if constexpr (std::is_same_v<T, float>) {
-    switch (f32_matmul()) {
-      case F32Matmul::strict: return false;
-      case F32Matmul::accurate: f(std::integral_constant<Mode, Mode::tf32x3>{}); return true;
-      case F32Matmul::fast: f(std::integral_constant<Mode, Mode::tf32>{}); return true;
-    }
-    return false;
-  } else {
-    return false;
-  }
-}
-
 // out(z) = a(z) · b(z) through the epilogue, for a [B, M, K] and b [B, K, N] given by
 // pointer and strides (batch, first axis, second axis).
 template <class T, MmaMode Mode, class Out>
@@ -51,8 +23,7 @@ void tc_gemm(int device, const char* name, int64_t B, int64_t M, int64_t N, int6
              const int64_t (&sa)[3], const T* b, const int64_t (&sb)[3], const Out& out) {
   with_source<T>(a, sa[0], sa[1], M, sa[2], K, [&](const auto& src_a) {
     with_source<T>(b, sb[0], sb[2], N, sb[1], K, [&](const auto& src_b) {
-      if (use_large_tiles(B, M, N)) mma_gemm<MmaTileLarge<T>, Mode>(device, name, B, M, N, K, src_a, src_b, out);
-      else mma_gemm<MmaTileSmall<T>, Mode>(device, name, B, M, N, K, src_a, src_b, out);
+      mma_gemm_auto<T, Mode>(device, name, B, M, N, K, src_a, src_b, out);
     });
   });
 }

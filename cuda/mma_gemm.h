@@ -31,9 +31,9 @@
 // with the f32 sum; Epilogue below is the usual one (alpha, bias, ReLU, one rounding).
 //
 // Shared memory: per stage, A then B, each as lines of `pitch` elements, pitch = line
-// length + padding (16 bytes; 32 bytes for f32 lines along M/N). Padding, not a swizzle:
-// with it the 8 row addresses of every ldmatrix phase, and the 32 lanes' f32 fragment
-// reads, fall in distinct banks (pitch = 4 or 8 words mod 32).
+// length + padding (16 bytes; 32 bytes for f32 lines along M/N), cuda/mma_smem_layout.h.
+// Padding, not a swizzle: with it the 8 row addresses of every ldmatrix phase, and the 32
+// lanes' f32 fragment reads, fall in distinct banks (pitch = 4 or 8 words mod 32).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -41,6 +41,7 @@
 
 #include "cuda/device_types.h"
 #include "cuda/launch.h"
+#include "cuda/mma_smem_layout.h"
 #include "cuda/primitives/barrier.h"
 #include "cuda/primitives/cp_async.h"
 #include "cuda/primitives/ldmatrix.h"
@@ -87,17 +88,8 @@ using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32>;
 
 // How one operand is staged: Rows is the tile's extent along M (A) or N (B).
 template <class Src, int Rows, int BK>
-struct StagedOperand {
+struct StagedOperand : MmaSmemOperand<sizeof(typename Src::Element), Src::kContiguousK, Rows, BK> {
   using E = typename Src::Element;
-  static constexpr bool kK = Src::kContiguousK;
-  static constexpr int V = 16 / static_cast<int>(sizeof(E));
-  static constexpr int kLines = kK ? Rows : BK, kLineLen = kK ? BK : Rows;
-  static constexpr int kPitch = kLineLen + (!kK && sizeof(E) == 4 ? 8 : V);
-  static constexpr int kElems = kLines * kPitch;
-  static constexpr int kChunks = kLines * kLineLen / V;
-  static_assert(kLineLen % V == 0 && (kPitch * sizeof(E)) % 16 == 0, "lines must be whole 16-byte chunks");
-  // Shared-memory offset of element (r, k): r along M or N within the tile, k along K.
-  HG_HOST_DEVICE static constexpr int at(int r, int k) { return kK ? r * kPitch + k : k * kPitch + r; }
 };
 
 template <class Tile, class SrcA, class SrcB>
@@ -247,24 +239,23 @@ __global__ void __launch_bounds__(Tile::kThreads)
           const EA* As = smem_a + kt % S * OpA::kElems;
           const EB* Bs = smem_b + kt % S * OpB::kElems;
           if constexpr (!kTf32) {
-            const int mat = lane / 8, r8 = lane % 8;
             HG_MMA_UNROLL
             for (int kk = 0; kk < BK; kk += 16) {
               uint32_t af[MI][4], bf[NI][2];
               HG_MMA_UNROLL
               for (int mi = 0; mi < MI; ++mi) {
-                // Matrices: rows 0-7 / 8-15 of the fragment (mat & 1) x k 0-7 / 8-15 (mat >> 1).
-                const int m = wm0 + mi * 16 + (mat & 1) * 8, k = kk + (mat >> 1) * 8;
-                if constexpr (OpA::kK) ldmatrix_x4(af[mi], As + OpA::at(m + r8, k));
-                else ldmatrix_x4_trans(af[mi], As + OpA::at(m, k + r8));
+                const RowCol o = ldmatrix_a_element(lane, OpA::kK);
+                const EA* row = As + OpA::at(wm0 + mi * 16 + o.row, kk + o.col);
+                if constexpr (OpA::kK) ldmatrix_x4(af[mi], row);
+                else ldmatrix_x4_trans(af[mi], row);
               }
               HG_MMA_UNROLL
               for (int nj = 0; nj < NI; nj += 2) {
-                // Matrices: k 0-7 / 8-15 (mat & 1) x columns n 0-7 / 8-15 (mat >> 1).
-                const int n = wn0 + nj * 8 + (mat >> 1) * 8, k = kk + (mat & 1) * 8;
+                const RowCol o = ldmatrix_b_element(lane, OpB::kK);
+                const EB* row = Bs + OpB::at(wn0 + nj * 8 + o.row, kk + o.col);
                 uint32_t r[4];
-                if constexpr (OpB::kK) ldmatrix_x4(r, Bs + OpB::at(n + r8, k));
-                else ldmatrix_x4_trans(r, Bs + OpB::at(n, k + r8));
+                if constexpr (OpB::kK) ldmatrix_x4(r, row);
+                else ldmatrix_x4_trans(r, row);
                 bf[nj][0] = r[0], bf[nj][1] = r[1], bf[nj + 1][0] = r[2], bf[nj + 1][1] = r[3];
               }
               HG_MMA_UNROLL
