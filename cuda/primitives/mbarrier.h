@@ -3,11 +3,10 @@
 // Synchronization and Communication Instructions: mbarrier"). Native sm_90 only: the CPU
 // emulation has no model of it, so kernels that use it are not built under the emulation.
 #pragma once
-#include "cuda/primitives/common.h"
-
 #if defined(HG_CUDA_EMULATION)
 #error "cuda/primitives/mbarrier.h is sm_90-only; the CUDA emulation does not implement mbarrier"
 #endif
+#include "cuda/primitives/common.h"
 
 namespace hg::cuda {
 

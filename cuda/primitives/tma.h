@@ -4,12 +4,11 @@
 // Out-of-bounds elements of the box are written as zeros, so tiles at matrix borders need
 // no predicate. Native sm_90 only (not implemented by the CPU emulation).
 #pragma once
-#include "cuda/primitives/common.h"
-#include "cuda/primitives/mbarrier.h"
-
 #if defined(HG_CUDA_EMULATION)
 #error "cuda/primitives/tma.h is sm_90-only; the CUDA emulation does not implement TMA"
 #endif
+#include "cuda/primitives/common.h"
+#include "cuda/primitives/mbarrier.h"
 
 namespace hg::cuda {
 

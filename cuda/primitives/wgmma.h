@@ -8,12 +8,11 @@
 // j < N / 8, i < 4 (the mma.sync m16n8 C layout repeated along N).
 // Also the register reallocation between warpgroups (setmaxnreg). Native sm_90a only.
 #pragma once
-#include "cuda/primitives/common.h"
-#include "cuda/primitives/wgmma_desc.h"
-
 #if defined(HG_CUDA_EMULATION)
 #error "cuda/primitives/wgmma.h is sm_90a-only; the CUDA emulation does not implement wgmma"
 #endif
+#include "cuda/primitives/common.h"
+#include "cuda/primitives/wgmma_desc.h"
 
 namespace hg::cuda {
 
