@@ -37,9 +37,6 @@ constexpr int kConsumers = 2, kWarpgroup = 128, kThreads = (1 + kConsumers) * kW
 // 1024: the swizzle pattern repeats every 8 rows of 128 bytes, and TMA and the descriptors
 // assume a tile starts at that alignment; dynamic shared memory is only 16-byte aligned.
 constexpr size_t kSharedBytes = 1024 + size_t{kStages} * kStageBytes + 2 * kStages * sizeof(uint64_t);
-// Register budgets after setmaxnreg: 40 + 2 x 232 per thread-slot of 128 = 504 <= 3 x 168
-// (65536 registers / 384 threads, rounded down to 8), what __launch_bounds__ gives at entry.
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 enum class BiasKind : int { none, f32, f16, bf16 };
 
@@ -181,6 +178,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const Params p) {
 #if defined(HG_HOPPER_DEVICE_CODE)
+  // Register budgets after setmaxnreg: 40 + 2 x 232 per thread-slot of 128 = 504 <= 3 x 168
+  // (65536 registers / 384 threads, rounded down to 8), what __launch_bounds__ gives at entry.
+  constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   uint8_t* raw = dynamic_shared_memory<uint8_t>();
   uint8_t* smem_a = raw + ((1024u - (smem_address(raw) & 1023u)) & 1023u);
   uint8_t* smem_b = smem_a + kStages * kTileABytes;
