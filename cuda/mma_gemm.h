@@ -145,7 +145,7 @@ struct OperandLoader {
 
   // Tile origin r0 along M / N, `rows` the matrix's extent there.
   HG_DEVICE void start_tile(const Src& src, int t, int64_t z, int64_t r0, int64_t rows) {
-    if constexpr (Op::kK)
+    if constexpr (Op::kK) {
       HG_MMA_UNROLL
       for (int i = 0; i < kIters; ++i) {
         const int c = t + i * Threads;
@@ -153,6 +153,7 @@ struct OperandLoader {
         live[i] = c < Op::kChunks && r < rows;
         lines[i] = live[i] ? src.line(z, r) : typename Src::Line{};
       }
+    }
   }
 
   // Stages the k step starting at k0 into `tile`; `rows` and K bound the matrix.
