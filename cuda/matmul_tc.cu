@@ -1,8 +1,10 @@
 // Batched matmul and the fused linear on the cuda device. f16/bf16 run on tensor cores
 // (cuda/mma_gemm.h); f32 as kernel_settings' f32_matmul() says: strict on the SIMT GEMM,
 // accurate as 3xTF32, fast as one tf32 mma; f64 on the SIMT GEMM (cuda/matmul_simt.cu).
+// On an sm_90 GPU, f16/bf16 products go to the Hopper kernel first (cuda/hopper_matmul.h).
 // Provider::vendor runs them on cuBLAS instead (cuda/vendor/vendor_ops.h).
 // claims: tensor cores
+#include "cuda/hopper_matmul.h"
 #include "cuda/kernel_settings.h"
 #include "cuda/matmul_simt.h"
 #include "cuda/mma_dispatch.h"
@@ -32,6 +34,7 @@ void bmm_cuda(const Tensor& a, const Tensor& b, const Tensor& out) {
   HG_CHECK(out.is_contiguous(), "bmm on ", out.device().str(), ": the output must be contiguous, got strides ",
            shape_str(out.strides()));
   if (gemm_provider() == Provider::vendor) return vendor::bmm(a, b, out);
+  if (hopper_bmm(a, b, out)) return;  // sm_90 GPUs, f16/bf16
   const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   visit_floating(a.dtype(), "matmul", [&]<typename T>() {
     const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
@@ -54,6 +57,7 @@ void linear_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Ten
     if (bias.defined()) copy_(out, out + bias);
     return;
   }
+  if (hopper_linear(x, w, bias, out)) return;  // sm_90 GPUs, f16/bf16
   visit_floating(x.dtype(), "linear", [&]<typename T>() {
     const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
       // w^T is [K, N]: element (k, n) at w[n, k].
