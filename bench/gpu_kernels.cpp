@@ -146,28 +146,39 @@ class Rows {
   std::vector<std::string> lines_, notes_;
 };
 
+// One GEMM row: dtype, f32 mode, whether the Hopper kernel may run, and the layout of B:
+// NN multiplies a row-major B (what matmul sees), TN a transposed view A·B^T (what linear
+// sees, and the layout the Hopper kernel reads without copying B first).
 struct GemmMode {
   DType dt;
   cuda::F32Matmul f32;
+  bool hopper, tn;
   const char* label;
 };
 
 void gemm_rows(Rows& rows, const std::vector<int64_t>& sizes, int runs) {
-  const GemmMode modes[] = {{f16, cuda::F32Matmul::strict, "f16"},
-                            {bf16, cuda::F32Matmul::strict, "bf16"},
-                            {f32, cuda::F32Matmul::fast, "f32 fast (tf32)"},
-                            {f32, cuda::F32Matmul::accurate, "f32 accurate (3xTF32)"},
-                            {f32, cuda::F32Matmul::strict, "f32 strict"}};
+  using cuda::F32Matmul;
+  const GemmMode modes[] = {{f16, F32Matmul::strict, false, false, "f16 mma.sync"},
+                            {f16, F32Matmul::strict, true, false, "f16 wgmma (NN: B transposed first)"},
+                            {f16, F32Matmul::strict, true, true, "f16 wgmma (TN)"},
+                            {bf16, F32Matmul::strict, false, false, "bf16 mma.sync"},
+                            {bf16, F32Matmul::strict, true, false, "bf16 wgmma (NN: B transposed first)"},
+                            {bf16, F32Matmul::strict, true, true, "bf16 wgmma (TN)"},
+                            {f32, F32Matmul::fast, false, false, "f32 fast (tf32)"},
+                            {f32, F32Matmul::accurate, false, false, "f32 accurate (3xTF32)"},
+                            {f32, F32Matmul::strict, false, false, "f32 strict"}};
   const cuda::ScopedGemmProvider ours_provider(cuda::Provider::halfgrad);
   for (int64_t n : sizes) {
     for (const GemmMode& m : modes) {
       const cuda::ScopedF32Matmul f32_mode(m.f32);
+      const cuda::ScopedHopperGemm hopper(m.hopper);
       Row r{"gemm", std::to_string(n) + "^3", m.label};
       const int sets = rotation_sets(2.0 * n * n * static_cast<double>(dtype_size(m.dt)));
       std::vector<Tensor> a, b;
       for (int s = 0; s < sets; ++s) {
         a.push_back(random_gpu({1, n, n}, m.dt, 100 + 2 * s));
-        b.push_back(random_gpu({1, n, n}, m.dt, 101 + 2 * s));
+        const Tensor bs = random_gpu({1, n, n}, m.dt, 101 + 2 * s);
+        b.push_back(m.tn ? bs.transpose(1, 2) : bs);
       }
       const Tensor out_ours = empty({1, n, n}, {m.dt, kGpu}), out_vendor = empty({1, n, n}, {m.dt, kGpu});
       measure(
@@ -264,7 +275,9 @@ int main(int argc, char** argv) {
   std::printf("gpu_kernels on %s%s: median of %d runs after 3 warm-ups, CUDA events, inputs rotated over >= %.0f MB\n",
               cuda::device_name(0).c_str(), quick ? " (--quick)" : "", runs, kRotateBytes / 1e6);
   const std::string footnote =
-      "\nours = halfgrad (the bmm / conv2d dispatch stubs with provider halfgrad); vendor = cuBLAS "
+      "\nours = halfgrad (the bmm / conv2d dispatch stubs with provider halfgrad; 'mma.sync' rows with the Hopper "
+      "kernel switched off, 'wgmma' rows with it on: on a GPU other than sm_90 or if its self-check failed they "
+      "run mma.sync too); vendor = cuBLAS "
       "(cublasGemmStridedBatchedEx) / cuDNN; f32 accurate's vendor is cuBLAS in plain f32 (it has no 3xTF32 mode); "
       "max rel diff = max |ours - vendor| / max |vendor| over one output; conv shapes: cin->cout @HxW xbatch, 3x3, "
       "padding 1, NHWC.\n";

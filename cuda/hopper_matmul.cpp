@@ -6,10 +6,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/hopper_gemm.h"
+#include "cuda/kernel_settings.h"
 #include "framework/generator.h"
 #include "ops/copy.h"
 #include "ops/matmul_kernels.h"
@@ -17,14 +16,6 @@
 
 namespace hg::cuda {
 namespace {
-
-bool disabled_by_env() {
-  static const bool off = [] {
-    const char* v = std::getenv("HG_HOPPER_GEMM");
-    return v && (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0);
-  }();
-  return off;
-}
 
 HopperGemm describe(const Tensor& a, int64_t B, int64_t M, int64_t N, int64_t K, const Tensor& bt, const Tensor& out) {
   // bt holds B^T: element (n, k) of batch z at bt[z * s0 + n * s1 + k].
@@ -67,7 +58,7 @@ bool self_check(Device d, DType dt) {
 }
 
 bool trusted(Device d, DType dt) {
-  if (disabled_by_env() || d.index < 0 || d.index >= static_cast<int>(g_state.size())) return false;
+  if (!hopper_gemm_enabled() || d.index < 0 || d.index >= static_cast<int>(g_state.size())) return false;
   if (hopper_gemm_device_refusal(d.index) != nullptr) return false;
   std::atomic<int>& s = g_state[d.index][dt == DType::bf16 ? 1 : 0];
   if (s.load() == 0) {

@@ -3,7 +3,7 @@
 // first time a device would use it for a dtype, it runs a small GEMM with ragged borders
 // and compares it with the CPU's product; if they disagree the Hopper path is switched
 // off for that device and dtype, with one line on stderr saying so, and the mma.sync
-// kernel runs instead. HG_HOPPER_GEMM=off switches it off altogether (for A/B runs).
+// kernel runs instead. kernel_settings' hopper_gemm_enabled() (HG_HOPPER_GEMM=off) switches it off for A/B runs.
 #pragma once
 #include "framework/tensor.h"
 

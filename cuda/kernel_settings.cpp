@@ -17,10 +17,17 @@ T from_env(const char* var, T fallback, T (*parse)(std::string_view, std::string
   return v && *v ? parse(v, var) : fallback;
 }
 
+bool parse_on_off(std::string_view s, std::string_view what) {
+  if (s == "on" || s == "1") return true;
+  if (s == "off" || s == "0") return false;
+  throw Error(std::string(what) + ": unknown value '" + std::string(s) + "'; valid: on (default), off");
+}
+
 struct Settings {
   std::atomic<F32Matmul> f32{from_env("HG_F32_MATMUL", F32Matmul::accurate, parse_f32_matmul)};
   std::atomic<Provider> gemm{from_env("HG_GEMM", Provider::halfgrad, parse_provider)};
   std::atomic<Provider> conv{from_env("HG_CONV", Provider::halfgrad, parse_provider)};
+  std::atomic<bool> hopper{from_env("HG_HOPPER_GEMM", true, parse_on_off)};
 };
 
 Settings& settings() {
@@ -36,6 +43,8 @@ Provider gemm_provider() { return settings().gemm.load(std::memory_order_relaxed
 void set_gemm_provider(Provider p) { settings().gemm.store(p, std::memory_order_relaxed); }
 Provider conv_provider() { return settings().conv.load(std::memory_order_relaxed); }
 void set_conv_provider(Provider p) { settings().conv.store(p, std::memory_order_relaxed); }
+bool hopper_gemm_enabled() { return settings().hopper.load(std::memory_order_relaxed); }
+void set_hopper_gemm_enabled(bool on) { settings().hopper.store(on, std::memory_order_relaxed); }
 
 std::string_view to_string(F32Matmul mode) {
   switch (mode) {

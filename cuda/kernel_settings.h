@@ -5,8 +5,11 @@
 //     f16/bf16 always run on tensor cores with f32 accumulation; f64 always runs SIMT.
 //   - provider of GEMM and convolution: `halfgrad` (our kernels, the default) or `vendor`
 //     (cuBLAS / cuDNN, references for A/B runs; native builds only, never the emulation).
+//   - the Hopper GEMM (cuda/hopper_gemm.h): on an sm_90 GPU, f16/bf16 matmul and linear run
+//     on the wgmma/TMA kernel when it applies (default on); off forces the mma.sync kernel.
 // Environment variables set the initial values (read once, at first use):
 //   HG_F32_MATMUL=strict|accurate|fast   HG_GEMM=halfgrad|vendor   HG_CONV=halfgrad|vendor
+//   HG_HOPPER_GEMM=on|off
 // A bad value raises hg::Error naming the valid ones. The CPU backend ignores these
 // settings (it has no tf32): its f32 products are always strict f32.
 #pragma once
@@ -24,6 +27,8 @@ Provider gemm_provider();
 void set_gemm_provider(Provider p);
 Provider conv_provider();
 void set_conv_provider(Provider p);
+bool hopper_gemm_enabled();
+void set_hopper_gemm_enabled(bool on);
 
 // "strict" / "accurate" / "fast", "halfgrad" / "vendor", and their inverses (hg::Error on
 // anything else, naming `what` and the valid spellings).
@@ -47,5 +52,6 @@ class ScopedSetting {
 using ScopedF32Matmul = ScopedSetting<F32Matmul, f32_matmul, set_f32_matmul>;
 using ScopedGemmProvider = ScopedSetting<Provider, gemm_provider, set_gemm_provider>;
 using ScopedConvProvider = ScopedSetting<Provider, conv_provider, set_conv_provider>;
+using ScopedHopperGemm = ScopedSetting<bool, hopper_gemm_enabled, set_hopper_gemm_enabled>;
 
 }  // namespace hg::cuda
