@@ -11,6 +11,7 @@
 
 #include "cuda/kernel_settings.h"
 #include "ops/conv2d_kernels.h"
+#include "tests/cuda/conv_cases.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
 
@@ -19,13 +20,7 @@ using hg::test::kCuda;
 
 namespace {
 
-struct TcCase {
-  Shape x, w;  // [N, H, W, C], [K, R, S, C/groups]
-  ConvParams p;
-  const char* what;
-};
-
-const TcCase kTcCases[] = {
+const test::ConvCase kTcCases[] = {
     {{2, 10, 9, 16}, {24, 3, 3, 16}, {{1, 1}, {1, 1}, {1, 1}, 1}, "3x3 same, C 16 (copies, several k steps)"},
     {{1, 13, 11, 8}, {16, 3, 3, 8}, {{2, 2}, {2, 2}, {2, 2}, 1}, "stride 2, dilation 2, C 8"},
     {{1, 8, 8, 16}, {16, 3, 3, 8}, {{1, 1}, {1, 1}, {1, 1}, 2}, "2 groups of 8"},
@@ -33,12 +28,6 @@ const TcCase kTcCases[] = {
     {{1, 9, 9, 12}, {8, 3, 3, 12}, {{1, 1}, {1, 1}, {1, 1}, 1}, "C 12: chunks straddle taps"},
     {{1, 8, 7, 20}, {6, 3, 3, 10}, {{1, 1}, {1, 1}, {1, 1}, 2}, "2 groups of 10: unaligned"},
 };
-
-Shape output_shape(const TcCase& c) {
-  const int64_t P = (c.x[1] + 2 * c.p.padding[0] - c.p.dilation[0] * (c.w[1] - 1) - 1) / c.p.stride[0] + 1;
-  const int64_t Q = (c.x[2] + 2 * c.p.padding[1] - c.p.dilation[1] * (c.w[2] - 1) - 1) / c.p.stride[1] + 1;
-  return {c.x[0], P, Q, c.w[0]};
-}
 
 using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
 
@@ -67,8 +56,8 @@ struct Errors {
   double worst() const { return std::max({forward, dgrad, wgrad}); }
 };
 
-Errors case_errors(const TcCase& c, DType dt, uint64_t seed) {
-  const Shape ys = output_shape(c);
+Errors case_errors(const test::ConvCase& c, DType dt, uint64_t seed) {
+  const Shape ys = test::output_shape(c);
   const Tensor x = test::random_cpu(c.x, dt, seed), w = test::random_cpu(c.w, dt, seed + 1);
   const Tensor gy = test::random_cpu(ys, dt, seed + 2);
   return {stub_error(conv2d_forward_stub, x, w, ys, c.p), stub_error(conv2d_dgrad_stub, gy, w, c.x, c.p),
@@ -80,7 +69,7 @@ Errors case_errors(const TcCase& c, DType dt, uint64_t seed) {
 TEST_CASE("cuda conv2d on tensor cores: f16 and bf16 match an f64 convolution", "[cuda][ops][conv2d][tensor_cores]") {
   HG_REQUIRE_CUDA();
   uint64_t seed = 500;
-  for (const TcCase& c : kTcCases)
+  for (const test::ConvCase& c : kTcCases)
     for (DType dt : {f16, bf16}) {
       INFO(c.what << " " << dtype_name(dt));
       const Errors e = case_errors(c, dt, seed += 3);
@@ -95,7 +84,7 @@ TEST_CASE("cuda conv2d in f32: 3xTF32 is f32-accurate, tf32 is not, strict is SI
           "[cuda][ops][conv2d][tensor_cores]") {
   HG_REQUIRE_CUDA();
   uint64_t seed = 900;
-  for (const TcCase& c : kTcCases) {
+  for (const test::ConvCase& c : kTcCases) {
     INFO(c.what);
     seed += 3;
     Errors fast, accurate, strict;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "ops/conv2d_kernels.h"
+#include "tests/cuda/conv_cases.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
 
@@ -12,14 +13,8 @@ using hg::test::kCuda;
 
 namespace {
 
-struct ConvCase {
-  Shape x, w;  // [N, H, W, C], [K, R, S, C/groups]
-  ConvParams p;
-  const char* what;
-};
-
 // Odd image sizes and channel counts, so no GEMM dimension divides its tile.
-const ConvCase kCases[] = {
+const test::ConvCase kCases[] = {
     {{2, 9, 9, 5}, {7, 3, 3, 5}, {{1, 1}, {1, 1}, {1, 1}, 1}, "3x3 same"},
     {{2, 9, 9, 5}, {6, 3, 3, 5}, {{2, 2}, {1, 1}, {1, 1}, 1}, "3x3 stride 2"},
     {{1, 11, 10, 4}, {4, 3, 2, 4}, {{1, 2}, {2, 0}, {2, 1}, 1}, "dilated, asymmetric"},
@@ -28,12 +23,6 @@ const ConvCase kCases[] = {
     {{2, 9, 9, 5}, {3, 1, 1, 5}, {{1, 1}, {0, 0}, {1, 1}, 1}, "pointwise"},
     {{1, 8, 8, 3}, {5, 2, 2, 3}, {{2, 2}, {0, 0}, {1, 1}, 1}, "2x2 stride 2"},
 };
-
-Shape output_shape(const ConvCase& c) {
-  const int64_t P = (c.x[1] + 2 * c.p.padding[0] - c.p.dilation[0] * (c.w[1] - 1) - 1) / c.p.stride[0] + 1;
-  const int64_t Q = (c.x[2] + 2 * c.p.padding[1] - c.p.dilation[1] * (c.w[2] - 1) - 1) / c.p.stride[1] + 1;
-  return {c.x[0], P, Q, c.w[0]};
-}
 
 using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
 
@@ -51,10 +40,10 @@ void compare_stub(const Stub& stub, const Tensor& a, const Tensor& b, const Shap
 TEST_CASE("cuda conv2d forward, input and weight gradients equal the CPU's", "[cuda][ops][conv2d]") {
   HG_REQUIRE_CUDA();
   uint64_t seed = 100;
-  for (const ConvCase& c : kCases) {
+  for (const test::ConvCase& c : kCases) {
     for (DType dt : test::kFloatingDtypes) {
       INFO(c.what << " " << dtype_name(dt));
-      const Shape ys = output_shape(c);
+      const Shape ys = test::output_shape(c);
       const Tensor x = test::random_cpu(c.x, dt, ++seed), w = test::random_cpu(c.w, dt, ++seed);
       const Tensor gy = test::random_cpu(ys, dt, ++seed);
       {
