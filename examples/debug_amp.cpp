@@ -26,7 +26,7 @@ struct Net : nn::Module {
     NoGrad ng;
     copy_(mid->weight, mul(mid->weight, 10.0));
   }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward_impl(const Tensor& x) override {
     Tensor z = relu((*mid)(mul(relu((*fc1)(x)), gain)));
     return (*head)(mul(z, 1.0 / gain));
   }

@@ -14,7 +14,7 @@ MLP::MLP(int64_t in, std::vector<int64_t> hidden, int64_t out) {
                                      std::make_shared<nn::Linear>(widths[i], widths[i + 1])));
 }
 
-Tensor MLP::forward(const Tensor& x) {
+Tensor MLP::forward_impl(const Tensor& x) {
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i) {
     h = (*layers[i])(h);

@@ -12,7 +12,10 @@ namespace hg {
 class MLP : public nn::Module {
  public:
   MLP(int64_t in, std::vector<int64_t> hidden, int64_t out);
-  Tensor forward(const Tensor& x) override;  // x [..., in] -> [..., out]
+ protected:
+  Tensor forward_impl(const Tensor& x) override;  // x [..., in] -> [..., out]
+
+ public:
   std::string type_name() const override { return "MLP"; }
 
   std::vector<std::shared_ptr<nn::Linear>> layers;  // fc1, fc2, ...

@@ -11,11 +11,11 @@ namespace hg {
 
 namespace unet {
 
-Tensor DoubleConv::forward(const Tensor& x) {
+Tensor DoubleConv::forward_impl(const Tensor& x) {
   return relu((*bn2)((*conv2)(relu((*bn1)((*conv1)(x))))));
 }
 
-Tensor Down::forward(const Tensor& x) { return DoubleConv::forward(max_pool2d(x)); }
+Tensor Down::forward_impl(const Tensor& x) { return DoubleConv::forward_impl(max_pool2d(x)); }
 
 Up::Up(int64_t in, UpMode m) : DoubleConv(in, in / 2), mode(m) {
   if (mode == UpMode::transposed)
@@ -25,9 +25,10 @@ Up::Up(int64_t in, UpMode m) : DoubleConv(in, in / 2), mode(m) {
 }
 
 Tensor Up::operator()(const Tensor& skip, const Tensor& x) {
-  Scope scope(*this);
-  Tensor u = (*up)(mode == UpMode::transposed ? x : upsample(x, 2, UpsampleMode::bilinear));
-  return observed(forward(cat({skip, u}, 3)));
+  return scoped([&] {
+    Tensor u = (*up)(mode == UpMode::transposed ? x : upsample(x, 2, UpsampleMode::bilinear));
+    return forward_impl(cat({skip, u}, 3));
+  });
 }
 
 }  // namespace unet
@@ -67,7 +68,7 @@ std::vector<std::shared_ptr<unet::Up>> UNet::make_up() {
   return blocks;
 }
 
-Tensor UNet::forward(const Tensor& x) {
+Tensor UNet::forward_impl(const Tensor& x) {
   const int64_t m = int64_t{1} << depth;
   HG_CHECK(x.defined() && x.dim() == 4 && x.size(3) == in_channels, "UNet: expected NHWC input [N, H, W, ",
            in_channels, "], got ", x.defined() ? shape_str(x.shape()) : "undefined");

@@ -24,7 +24,10 @@ namespace unet {
 class DoubleConv : public nn::Module {
  public:
   DoubleConv(int64_t in, int64_t out) : in_channels(in), out_channels(out) {}
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "DoubleConv"; }
 
   const int64_t in_channels, out_channels;
@@ -38,7 +41,10 @@ class DoubleConv : public nn::Module {
 class Down : public DoubleConv {
  public:
   using DoubleConv::DoubleConv;
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "Down"; }
 };
 
@@ -60,7 +66,10 @@ class UNet : public nn::Module {
  public:
   // H and W of the input must be divisible by 2^depth.
   UNet(int64_t in_channels, int64_t classes, int64_t width, int64_t depth = 4, UpMode up = UpMode::transposed);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "UNet"; }
 
   const int64_t in_channels, classes, width, depth;

@@ -42,7 +42,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_f
   default_init(weight, bias);
 }
 
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+Tensor Linear::forward_impl(const Tensor& x) { return linear(x, weight, bias); }
 
 Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, Conv2dOptions o, bool with_bias)
     : in_channels(in), out_channels(out), kernel(k), options(o) {
@@ -52,7 +52,7 @@ Conv2d::Conv2d(int64_t in, int64_t out, int64_t k, Conv2dOptions o, bool with_bi
   default_init(weight, bias);
 }
 
-Tensor Conv2d::forward(const Tensor& x) {
+Tensor Conv2d::forward_impl(const Tensor& x) {
   HG_CHECK(x.defined() && x.dim() == 4 && x.size(3) == in_channels, "Conv2d(", in_channels, " -> ", out_channels,
            ") at '", path(), "': expected NHWC input [N, H, W, ", in_channels, "], got ",
            x.defined() ? shape_str(x.shape()) : "undefined");
@@ -67,7 +67,7 @@ ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, int64_t k, ConvTranspo
   default_init(weight, bias);
 }
 
-Tensor ConvTranspose2d::forward(const Tensor& x) {
+Tensor ConvTranspose2d::forward_impl(const Tensor& x) {
   HG_CHECK(x.defined() && x.dim() == 4 && x.size(3) == in_channels, "ConvTranspose2d(", in_channels, " -> ",
            out_channels, ") at '", path(), "': expected NHWC input [N, H, W, ", in_channels, "], got ",
            x.defined() ? shape_str(x.shape()) : "undefined");
@@ -79,7 +79,7 @@ BatchNorm2d::BatchNorm2d(int64_t c, double eps_, double momentum_) : channels(c)
            "momentum in [0, 1], got ", c, ", ", eps_, ", ", momentum_);
 }
 
-Tensor BatchNorm2d::forward(const Tensor& x) {
+Tensor BatchNorm2d::forward_impl(const Tensor& x) {
   HG_CHECK(x.defined() && x.dim() == 4 && x.size(3) == channels, "BatchNorm2d(", channels, ") at '", path(),
            "': expected NHWC input [N, H, W, ", channels, "], got ", x.defined() ? shape_str(x.shape()) : "undefined");
   if (is_training()) {
@@ -89,18 +89,18 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
 }
 
-Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+Tensor ReLU::forward_impl(const Tensor& x) { return relu(x); }
 
 MaxPool2d::MaxPool2d(int64_t kernel, int64_t stride, int64_t padding)
     : options{{kernel, kernel}, {stride, stride}, {padding, padding}} {}
 
-Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, options); }
+Tensor MaxPool2d::forward_impl(const Tensor& x) { return max_pool2d(x, options); }
 
 Dropout::Dropout(double p_) : p(p_) {
   HG_CHECK(p_ >= 0 && p_ < 1, "Dropout: p must be in [0, 1), got ", p_);
 }
 
-Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+Tensor Dropout::forward_impl(const Tensor& x) { return dropout(x, p, is_training()); }
 
 Module& Sequential::operator[](size_t i) const {
   auto children = named_children();
@@ -108,7 +108,7 @@ Module& Sequential::operator[](size_t i) const {
   return *children[i].second;
 }
 
-Tensor Sequential::forward(const Tensor& x) {
+Tensor Sequential::forward_impl(const Tensor& x) {
   Tensor h = x;
   for (auto& [name, m] : named_children()) h = (*m)(h);
   return h;

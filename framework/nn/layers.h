@@ -16,7 +16,10 @@ namespace hg::nn {
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "Linear"; }
 
   const int64_t in_features, out_features;
@@ -28,7 +31,10 @@ class Linear : public Module {
 class Conv2d : public Module {
  public:
   Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, Conv2dOptions options = {}, bool bias = true);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "Conv2d"; }
 
   const int64_t in_channels, out_channels, kernel;
@@ -42,7 +48,10 @@ class ConvTranspose2d : public Module {
  public:
   ConvTranspose2d(int64_t in_channels, int64_t out_channels, int64_t kernel, ConvTranspose2dOptions options = {},
                   bool bias = true);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "ConvTranspose2d"; }
 
   const int64_t in_channels, out_channels, kernel;
@@ -56,7 +65,10 @@ class ConvTranspose2d : public Module {
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "BatchNorm2d"; }
 
   const int64_t channels;
@@ -70,7 +82,10 @@ class BatchNorm2d : public Module {
 
 class ReLU : public Module {
  public:
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "ReLU"; }
 };
 
@@ -78,7 +93,10 @@ class ReLU : public Module {
 class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(int64_t kernel, int64_t stride = 0, int64_t padding = 0);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "MaxPool2d"; }
 
   const Pool2dOptions options;
@@ -89,7 +107,10 @@ class MaxPool2d : public Module {
 class Dropout : public Module {
  public:
   explicit Dropout(double p = 0.5);
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "Dropout"; }
 
   const double p;
@@ -109,7 +130,10 @@ class Sequential : public Module {
   }
   size_t size() const { return named_children().size(); }
   Module& operator[](size_t i) const;
-  Tensor forward(const Tensor& x) override;
+ protected:
+  Tensor forward_impl(const Tensor& x) override;
+
+ public:
   std::string type_name() const override { return "Sequential"; }
 };
 

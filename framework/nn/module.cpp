@@ -45,7 +45,7 @@ void convert_in_place(const Tensor& t, Device device, DType dtype) {
 
 }  // namespace
 
-Tensor Module::forward(const Tensor&) {
+Tensor Module::forward_impl(const Tensor&) {
   throw Error(type_name() + " (at '" + path() +
               "') has no single-input forward; call it with the arguments its operator() takes");
 }
@@ -81,9 +81,8 @@ const Module& Module::root() const {
   return *m;
 }
 
-Tensor Module::operator()(const Tensor& x) {
-  Scope scope(*this);
-  return observed(forward(x));
+Tensor Module::forward(const Tensor& x) {
+  return scoped([&] { return forward_impl(x); });
 }
 
 Module::Scope::Scope(const Module& m) : path_scope_(m.path()) {

@@ -30,10 +30,12 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  // The single-input forward most layers have; modules with other signatures define
-  // their own operator() that opens a Scope.
-  virtual Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x);
+  // The single-input forward most layers have: enters this module's Scope, runs
+  // forward_impl and hands the output to the observers. forward(x) and (*m)(x) are the same
+  // call, so the libtorch habit child->forward(x) cannot bypass the scope. Modules with
+  // other signatures define their own operator() whose body runs inside scoped(...).
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
 
   // While alive: ops record this module's path into their graph nodes (for messages,
   // the numerics monitor and anomaly detection), and a precision set with
@@ -100,9 +102,18 @@ class Module {
   std::string summary() const;
 
  protected:
+  // What a single-input layer computes; override this, call forward() or operator().
+  virtual Tensor forward_impl(const Tensor& x);
+  // Runs body() inside this module's Scope and hands its result to the output observers:
+  // the body of a multi-input operator(), e.g. return scoped([&] { return f(a, b); });
+  template <class F>
+  Tensor scoped(F&& body) {
+    Scope scope(*this);
+    return observed(body());
+  }
+
   void add_child(const std::string& name, std::shared_ptr<Module> m);
-  // Hands a forward's result to the output observers; a module with its own operator()
-  // returns through this (Module::operator() does it for forward()).
+  // Hands a forward's result to the output observers (scoped and forward do it).
   Tensor observed(Tensor output);
 
  private:

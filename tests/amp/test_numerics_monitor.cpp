@@ -10,7 +10,7 @@ using namespace hg;
 namespace {
 struct TinyGrad : nn::Module {
   HG_CHILD(nn::Linear, fc, 4, 1, false);
-  Tensor forward(const Tensor& x) override { return (*fc)(x); }
+  Tensor forward_impl(const Tensor& x) override { return (*fc)(x); }
   std::string type_name() const override { return "TinyGrad"; }
 };
 }  // namespace

@@ -29,7 +29,7 @@ constexpr int kKills = 60;
 
 class Mlp : public nn::Module {
  public:
-  Tensor forward(const Tensor& x) override { return (*fc2)(tanh((*fc1)(x))); }
+  Tensor forward_impl(const Tensor& x) override { return (*fc2)(tanh((*fc1)(x))); }
   std::string type_name() const override { return "Mlp"; }
 
   HG_CHILD(nn::Linear, fc1, 6, 12);

@@ -16,14 +16,14 @@ struct Block : nn::Module {
   HG_CHILD(nn::Linear, fc, 3, 4);
   HG_PARAM(scale, ones({4}));
   HG_BUFFER(steps, zeros({}, {i64}));
-  Tensor forward(const Tensor& x) override { return (*fc)(x) * scale; }
+  Tensor forward_impl(const Tensor& x) override { return (*fc)(x) * scale; }
   std::string type_name() const override { return "Block"; }
 };
 
 struct Outer : nn::Module {
   HG_CHILD(Block, enc);
   HG_CHILD(nn::Sequential, head, std::make_shared<nn::Linear>(4, 2), std::make_shared<nn::ReLU>());
-  Tensor forward(const Tensor& x) override { return (*head)((*enc)(x)); }
+  Tensor forward_impl(const Tensor& x) override { return (*head)((*enc)(x)); }
   std::string type_name() const override { return "Outer"; }
 };
 
@@ -87,6 +87,25 @@ TEST_CASE("a forward records the module path into the graph", "[module]") {
   CHECK(autograd::current_module_path().empty());
   std::string graph = autograd::graph_to_string(y);
   CHECK_THAT(graph, Catch::Contains("[enc.fc]") && Catch::Contains("[enc]") && Catch::Contains("[head.0]"));
+}
+
+TEST_CASE("child->forward(x), the libtorch habit, enters the child's scope like (*child)(x)", "[module][precision]") {
+  // Before forward was non-virtual, calling it directly skipped the module scope: no path
+  // in the graph, no set_precision, no output observers.
+  Outer m;
+  m.enc->set_precision(f32);
+  std::vector<std::string> seen;
+  const int64_t id = nn::add_output_observer([&](nn::Module& mod, const Tensor&) { seen.push_back(mod.path()); });
+  Tensor y;
+  {
+    amp::Autocast ac(f16);
+    y = m.enc->forward(ones({5, 3}));
+  }
+  nn::remove_output_observer(id);
+  CHECK(y.dtype() == f32);  // enc runs in f32 although autocast asks for f16
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->module_path == "enc");
+  CHECK(seen == std::vector<std::string>{"enc.fc", "enc"});
 }
 
 TEST_CASE("registration rejects bad names, duplicates and second parents", "[module][errors]") {

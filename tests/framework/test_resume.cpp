@@ -21,7 +21,7 @@ namespace {
 // counter, and Dropout's draws from the default generator.
 class Net : public nn::Module {
  public:
-  Tensor forward(const Tensor& x) override { return (*fc)(mean((*drop)(relu((*bn)((*conv)(x)))), {1, 2})); }
+  Tensor forward_impl(const Tensor& x) override { return (*fc)(mean((*drop)(relu((*bn)((*conv)(x)))), {1, 2})); }
   std::string type_name() const override { return "Net"; }
 
   HG_CHILD(nn::Conv2d, conv, 3, 8, 3, Conv2dOptions{.padding = {1, 1}});
