@@ -1,7 +1,9 @@
-// CPU kernel throughput: GEMM through hg::matmul and the U-Net's 3x3 convolutions
-// (forward, input gradient, weight gradient) in f32 and f16, each next to raw Eigen f32
-// GEMM on the same M x N x K, the ceiling an im2col convolution can reach.
+// CPU kernel throughput: GEMM through hg::matmul (the GEMM engine) and the U-Net's 3x3
+// convolutions (forward, input gradient, weight gradient) in f32, f16 and bf16, each next to
+// raw Eigen f32 GEMM on the same M x N x K and to this machine's measured FMA peak.
 #include <Eigen/Core>
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,8 +11,13 @@
 #include <tuple>
 #include <vector>
 
+#include "framework/cpu/isa.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 using namespace hg;
 
@@ -41,14 +48,43 @@ double eigen_gflops(int64_t M, int64_t N, int64_t K) {
   return 2.0 * M * N * K / s * 1e-9;
 }
 
+// The f32 FMA peak of `threads` cores: a tight loop of independent 8-wide FMAs (10 chains,
+// enough to cover the FMA latency on two pipes), GFLOP/s summed over the threads.
+double fma_peak_gflops(int threads) {
+#if defined(__AVX2__) && defined(__FMA__)
+  constexpr int64_t iters = 20'000'000;
+  double total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+  {
+    __m256 acc[10];
+    for (int i = 0; i < 10; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i + omp_get_thread_num()));
+    const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t k = 0; k < iters; ++k)
+      for (int i = 0; i < 10; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    float sink = 0;
+    for (int i = 0; i < 10; ++i) sink += _mm256_cvtss_f32(acc[i]);
+    if (sink == 12345.0f) std::printf(" ");  // keeps the loop alive
+    total += 2.0 * 8 * 10 * static_cast<double>(iters) / s * 1e-9;
+  }
+  return total;
+#else
+  (void)threads;
+  return 0;
+#endif
+}
+
 struct Row {
   std::string name, pass, dtype;
   double ms, gflops, eigen_gflops;
 };
 
+double g_peak = 0;  // the measured FMA peak of all threads
+
 void print_row(const Row& r) {
-  std::printf("%-22s %-6s %-4s %9.3f %9.1f %9.1f %7.2f\n", r.name.c_str(), r.pass.c_str(), r.dtype.c_str(), r.ms,
-              r.gflops, r.eigen_gflops, r.gflops / r.eigen_gflops);
+  std::printf("%-22s %-6s %-4s %9.3f %9.1f %9.1f %7.2f %6.0f%%\n", r.name.c_str(), r.pass.c_str(), r.dtype.c_str(),
+              r.ms, r.gflops, r.eigen_gflops, r.gflops / r.eigen_gflops, 100.0 * r.gflops / g_peak);
 }
 
 struct Layer {
@@ -60,11 +96,17 @@ struct Layer {
 int main() {
   NoGrad no_grad;
   std::vector<Row> rows;
-  std::printf("%-22s %-6s %-4s %9s %9s %9s %7s\n", "kernel", "pass", "type", "ms", "GFLOP/s", "Eigen", "ratio");
+  const int threads = omp_get_max_threads();
+  const double peak1 = fma_peak_gflops(1);
+  g_peak = fma_peak_gflops(threads);
+  std::printf("kernel path %s (%s); %d threads; f32 FMA peak %.1f GFLOP/s on 1 core, %.1f on %d\n",
+              cpu::isa_name(cpu::isa()), cpu::describe().c_str(), threads, peak1, g_peak, threads);
+  std::printf("%-22s %-6s %-4s %9s %9s %9s %7s %7s\n", "kernel", "pass", "type", "ms", "GFLOP/s", "Eigen", "ratio",
+              "peak");
 
-  for (int64_t n : {512, 1024}) {
+  for (int64_t n : {256, 1024}) {
     const double ref = eigen_gflops(n, n, n);
-    for (DType dt : {f32, f16}) {
+    for (DType dt : {f32, f16, bf16}) {
       Generator g(1);
       Tensor a = randn({n, n}, {dt}, &g), b = randn({n, n}, {dt}, &g);
       const double s = median_seconds([&] { matmul(a, b); });
@@ -84,13 +126,13 @@ int main() {
     const double ref_fwd = eigen_gflops(M, l.cout, RSC), ref_dgrad = eigen_gflops(M, RSC, l.cout),
                  ref_wgrad = eigen_gflops(l.cout, RSC, M);
     const std::string name = std::to_string(l.cin) + "->" + std::to_string(l.cout) + " @" + std::to_string(l.hw) + "^2";
-    for (DType dt : {f32, f16}) {
+    for (DType dt : {f32, f16, bf16}) {
       Generator g(2);
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), w = randn({l.cout, 3, 3, l.cin}, {dt}, &g);
       Tensor y = empty({N, l.hw, l.hw, l.cout}, {dt}), gy = randn(y.shape(), {dt}, &g);
       Tensor gx = empty_like(x), gw = empty_like(w);
       const Device cpu = Device::cpu();
-      const double sf = median_seconds([&] { conv2d_forward_stub(cpu, x, w, y, p); });
+      const double sf = median_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); });
       const double sd = median_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, gx, p); });
       const double sw = median_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
       for (auto [pass, s, ref] :
@@ -102,16 +144,17 @@ int main() {
   }
 
   // The goal for reduced precision: f16 convolutions within 1.3x of f32's time.
-  double conv_ms[2] = {0, 0};
+  double conv_ms[3] = {0, 0, 0};
   for (const Row& r : rows)
-    if (r.name.starts_with("conv ")) conv_ms[r.dtype == "f16"] += r.ms;
-  std::printf("all conv passes: f32 %.2f ms, f16 %.2f ms, f16/f32 %.2f\n", conv_ms[0], conv_ms[1],
-              conv_ms[1] / conv_ms[0]);
+    if (r.name.starts_with("conv ")) conv_ms[r.dtype == "f16" ? 1 : r.dtype == "bf16" ? 2 : 0] += r.ms;
+  std::printf("all conv passes: f32 %.2f ms, f16 %.2f ms, bf16 %.2f ms, f16/f32 %.2f\n", conv_ms[0], conv_ms[1],
+              conv_ms[2], conv_ms[1] / conv_ms[0]);
 
   std::printf(
-      "{\"benchmark\": \"cpu_kernels\", \"threads\": %d, \"conv_ms_f32\": %.3f, \"conv_ms_f16\": %.3f, "
+      "{\"benchmark\": \"cpu_kernels\", \"isa\": \"%s\", \"threads\": %d, \"fma_peak_gflops_1core\": %.1f, "
+      "\"fma_peak_gflops\": %.1f, \"conv_ms_f32\": %.3f, \"conv_ms_f16\": %.3f, \"conv_ms_bf16\": %.3f, "
       "\"results\": [",
-      Eigen::nbThreads(), conv_ms[0], conv_ms[1]);
+      cpu::isa_name(cpu::isa()), threads, peak1, g_peak, conv_ms[0], conv_ms[1], conv_ms[2]);
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf(
         "%s{\"kernel\": \"%s\", \"pass\": \"%s\", \"dtype\": \"%s\", \"ms\": %.4f, \"gflops\": %.2f, "

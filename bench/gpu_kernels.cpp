@@ -215,7 +215,7 @@ void conv_rows(Rows& rows, const std::vector<Layer>& layers, int64_t N, int runs
       Row fwd{"conv fprop", shape, dtype_name(dt)}, dgrad{"conv dgrad", shape, dtype_name(dt)},
           wgrad{"conv wgrad", shape, dtype_name(dt)};
       measure(
-          fwd, flops, runs, [&](int i, const Tensor& y) { conv2d_forward_stub(kGpu, pick(x, i), pick(w, i), y, p); },
+          fwd, flops, runs, [&](int i, const Tensor& y) { conv2d_forward_stub(kGpu, pick(x, i), pick(w, i), Tensor(), y, p); },
           [&](int i, const Tensor& y) { cuda::vendor::conv2d_forward(pick(x, i), pick(w, i), y, p); },
           empty(ys, {dt, kGpu}), empty(ys, {dt, kGpu}));
       measure(

@@ -11,22 +11,31 @@
 #include "cuda/mma_dispatch.h"
 #include "cuda/mma_sources.h"
 #include "cuda/vendor/vendor_ops.h"
+#include "ops/copy.h"
+#include "ops/elementwise_kernels.h"
 
 namespace hg::cuda {
 namespace {
 
-void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
-  if (conv_provider() == Provider::vendor) return vendor::conv2d_forward(x, w, y, p);
+// The bias joins the f32 sum in the epilogue (one rounding). The tensor-core epilogue's
+// bias is per column of one group, so a grouped conv with a bias takes the SIMT path; cuDNN
+// adds it after its own rounding.
+void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
+  if (conv_provider() == Provider::vendor) {
+    vendor::conv2d_forward(x, w, y, p);
+    if (bias.defined()) copy_(y, run_binary(BinaryOp::add, y, bias));
+    return;
+  }
   const ConvShape s = conv_shape(x, w, y, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() {
-    const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
+    const bool on_tensor_cores = (!bias.defined() || s.G == 1) && with_mma_mode<T>([&](auto mode) {
       mma_gemm_auto<T, decltype(mode)::value>(y.device().index, "conv2d_forward_tc", s.G, s.N * s.P * s.Q, s.Kg, RSCg,
                                               Im2colSource<T, true>{x.data<T>(), s},
                                               FilterSource<T>{w.data<T>(), s.Kg, RSCg},
-                                              Epilogue<T>{y.data<T>(), s.Kg, s.K});
+                                              Epilogue<T>{y.data<T>(), s.Kg, s.K, bias.defined() ? bias.data<T>() : nullptr});
     });
-    if (!on_tensor_cores) conv2d_forward_simt(x, w, y, p);
+    if (!on_tensor_cores) conv2d_forward_simt(x, w, bias, y, p);
   });
 }
 

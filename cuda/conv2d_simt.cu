@@ -60,11 +60,14 @@ struct GradChannels {
 
 // Rounds element (row, col) of group z's result into its place: rows are output pixels of y
 // or gx (group z's channels start at z * group_offset), or filters of gw (group z's block).
+// The forward's bias (one per output channel) joins the sum before that one rounding.
 template <class T>
 struct GroupedOut {
   T* p;
   int64_t row_stride, group_offset;
+  const T* bias = nullptr;
   HG_DEVICE void operator()(int64_t z, int64_t row, int64_t col, compute_t<T> v) const {
+    if (bias) v += dev_load(bias[z * group_offset + col]);
     p[row * row_stride + z * group_offset + col] = dev_store<T>(v);
   }
 };
@@ -84,13 +87,13 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Co
   return s;
 }
 
-void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
   const ConvShape s = conv_shape(x, w, y, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() {
     simt_gemm<compute_t<T>>(y.device().index, "conv2d_forward_simt", s.G, s.N * s.P * s.Q, s.Kg, RSCg,
                             Im2col<T>{x.data<T>(), s}, WeightColumns<T>{w.data<T>(), s.Kg, RSCg},
-                            GroupedOut<T>{y.data<T>(), s.K, s.Kg});
+                            GroupedOut<T>{y.data<T>(), s.K, s.Kg, bias.defined() ? bias.data<T>() : nullptr});
   });
 }
 

@@ -13,7 +13,7 @@
 
 namespace hg {
 
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub(
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub(
     "conv2d_forward");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub("conv2d_dgrad");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_wgrad_stub("conv2d_wgrad");
@@ -32,6 +32,16 @@ void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor
     fill_(out, 0.0);
   else
     stub(out.device(), a, b, out, p);
+}
+
+// conv2d's forward with the bias inside the kernel's sum (one rounding); with an empty
+// operand the result is the bias alone.
+void run_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
+  if (y.numel() == 0) return;
+  if (x.numel() == 0 || w.numel() == 0)
+    bias.defined() ? void(copy_(y, bias.expand(y.shape()))) : void(fill_(y, 0.0));
+  else
+    conv2d_forward_stub(y.device(), x, w, bias, y, p);
 }
 
 struct Operands {
@@ -95,9 +105,13 @@ Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& 
                 const ConvParams& p) {
   Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
   Tensor y = empty(out, {x.dtype(), x.device()});
-  run_kernel(transposed ? conv2d_dgrad_stub : conv2d_forward_stub, xc, wc, y, p);
-  // The bias is added after the output's rounding, as an elementwise add would.
-  if (b.defined()) y = run_binary(BinaryOp::add, y, b.detach());
+  if (transposed) {
+    run_kernel(conv2d_dgrad_stub, xc, wc, y, p);
+    // The input-gradient kernel has no bias: it is added after the output's rounding.
+    if (b.defined()) y = run_binary(BinaryOp::add, y, b.detach());
+  } else {
+    run_forward(xc, wc, b.defined() ? b.detach().contiguous() : Tensor(), y, p);
+  }
   // Each operand is kept only if the other one's gradient needs it.
   autograd::record(op, {x, w, b}, y,
                    [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(), xshape = x.shape(),
@@ -106,7 +120,10 @@ Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& 
                      Tensor gx, gw, gb;
                      if (autograd::needs_input_grad(0)) {
                        gx = empty(xshape, {g.dtype(), g.device()});
-                       run_kernel(transposed ? conv2d_forward_stub : conv2d_dgrad_stub, g, ws, gx, p);
+                       if (transposed)
+                         run_forward(g, ws, Tensor(), gx, p);
+                       else
+                         run_kernel(conv2d_dgrad_stub, g, ws, gx, p);
                      }
                      if (autograd::needs_input_grad(1)) {
                        gw = empty(wshape, {g.dtype(), g.device()});

@@ -22,8 +22,10 @@ struct ConvParams {
 // (likewise columns); reads outside the image are zeros. The output argument is
 // overwritten, never accumulated into. reduced-precision operands multiply and
 // accumulate in f32 and are rounded once.
-// y = conv(x, w)
-extern DispatchStub<void(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p)> conv2d_forward_stub;
+// y = conv(x, w) + bias: bias [K] contiguous, of y's dtype, or undefined; it joins the f32
+// (f64) sum before the one rounding, as linear's does.
+extern DispatchStub<void(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p)>
+    conv2d_forward_stub;
 // gx = d<conv(x, w), gy>/dx  (gx has x's shape; positions no output reads get 0)
 extern DispatchStub<void(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p)> conv2d_dgrad_stub;
 // gw = d<conv(x, w), gy>/dw  (gw has w's shape)

@@ -113,7 +113,7 @@ TEST_CASE("vendor conv2d passes equal the CPU's with stride, padding, dilation a
         const Device cpu = Device::cpu();
 
         Tensor y_cpu = empty(gy.shape(), {dt}), y = test::poisoned(gy.shape(), dt, kCuda);
-        conv2d_forward_stub(cpu, x, w, y_cpu, c.p);
+        conv2d_forward_stub(cpu, x, w, Tensor(), y_cpu, c.p);
         cuda::vendor::conv2d_forward(x.to(kCuda), w.to(kCuda), y, c.p);
         test::require_close(y, y_cpu, tol);
 

@@ -1,0 +1,127 @@
+// The engine's non-template parts: the micro-kernels (AVX2/FMA for f32 where the build
+// targets it, portable fused multiply-adds otherwise and for f64) and the epilogue store.
+#include "ops/cpu/gemm/engine.h"
+
+#include <cmath>
+
+#include "framework/half_convert.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HG_GEMM_AVX2 1
+#endif
+
+namespace hg::cpu::gemm {
+namespace {
+
+// The same chain of fused multiply-adds the vector kernel performs, one element at a time.
+template <class Acc>
+void portable_kernel(int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first) {
+  Acc acc[MR][NR];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t j = 0; j < NR; ++j) acc[i][j] = first ? Acc(0) : c[i * ldc + j];
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+}
+
+}  // namespace
+
+void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
+#ifdef HG_GEMM_AVX2
+  static_assert(MR == 6 && NR == 16, "the AVX2 kernel is a 6x16 tile");
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  if (first) {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+  } else {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  }
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 x = _mm256_broadcast_ss(a);
+    c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
+  _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+#else
+  portable_kernel(kc, a, b, c, ldc, first);
+#endif
+}
+
+void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first) {
+  portable_kernel(kc, a, b, c, ldc, first);
+}
+
+namespace {
+
+// One output row: the epilogue's values in Acc, then the one rounding into T.
+template <class T, class Acc>
+void store_row(const Acc* c, int64_t n0, int64_t nn, T* dst, int64_t sn, const Epilogue<Acc>& ep) {
+  Acc v[NC];
+  for (int64_t j = 0; j < nn; ++j) {
+    Acc x = ep.alpha * c[j];
+    if (ep.bias) x += ep.bias[n0 + j];
+    if (ep.relu && x < Acc(0)) x = Acc(0);  // NaN stays NaN
+    v[j] = x;
+  }
+  if constexpr (std::is_same_v<T, Acc>) {
+    for (int64_t j = 0; j < nn; ++j) dst[j * sn] = v[j];
+  } else if (sn == 1 && std::is_same_v<T, half>) {
+    convert_f32_to_f16(v, reinterpret_cast<half*>(dst), static_cast<size_t>(nn));
+  } else if (sn == 1 && std::is_same_v<T, bfloat16>) {
+    convert_f32_to_bf16(v, reinterpret_cast<bfloat16*>(dst), static_cast<size_t>(nn));
+  } else {
+    for (int64_t j = 0; j < nn; ++j) dst[j * sn] = store<T>(v[j]);
+  }
+}
+
+template <class T, class Acc>
+void store_typed(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, int64_t nn, const Output& o,
+                 const Epilogue<Acc>& ep) {
+  T* base = static_cast<T*>(o.ptr) + n0 * o.sn;
+  for (int64_t r = 0; r < mn; ++r) {
+    const int64_t m = m0 + r, z = m / (o.I * o.J), i = (m / o.J) % o.I, j = m % o.J;
+    store_row(c + r * ldc, n0, nn, base + z * o.sz + i * o.si + j * o.sj, o.sn, ep);
+  }
+}
+
+}  // namespace
+
+template <>
+void store_tile<float>(const float* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, int64_t nn, const Output& o,
+                       const Epilogue<float>& ep) {
+  switch (o.dtype) {
+    case DType::f16: return store_typed<half>(c, ldc, m0, mn, n0, nn, o, ep);
+    case DType::bf16: return store_typed<bfloat16>(c, ldc, m0, mn, n0, nn, o, ep);
+    default: return store_typed<float>(c, ldc, m0, mn, n0, nn, o, ep);
+  }
+}
+
+template <>
+void store_tile<double>(const double* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, int64_t nn,
+                        const Output& o, const Epilogue<double>& ep) {
+  store_typed<double>(c, ldc, m0, mn, n0, nn, o, ep);
+}
+
+}  // namespace hg::cpu::gemm

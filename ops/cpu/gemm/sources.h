@@ -1,0 +1,152 @@
+// Operand sources of the CPU GEMM engine: each packs a block of its rows x K into
+// k-major micro-panels of R rows, widening f16/bf16 to f32 exactly as it goes. Matrix is
+// a strided (or offset-table) matrix; ConvRows/ConvTaps read a convolution's receptive
+// fields straight from an NHWC image (implicit im2col: no column buffer).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "framework/half_convert.h"
+#include "ops/cpu/gemm/engine.h"
+
+namespace hg::cpu::gemm {
+
+// Exact widening of a contiguous run into the accumulation type.
+template <class T, class Acc = compute_t<T>>
+inline void widen(const T* src, Acc* dst, int64_t n) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
+  } else {
+    if (n < 8) {  // too short for a vector conversion call to pay off
+      for (int64_t i = 0; i < n; ++i) dst[i] = load(src[i]);
+    } else if constexpr (std::is_same_v<T, half>) {
+      convert_f16_to_f32(src, dst, static_cast<size_t>(n));
+    } else {
+      convert_bf16_to_f32(src, dst, static_cast<size_t>(n));
+    }
+  }
+}
+
+// Zeros rows [rows, R) of a k-major panel of kc columns.
+template <class Acc>
+inline void zero_rows(Acc* panel, int64_t rows, int64_t R, int64_t kc) {
+  if (rows == R) return;
+  for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * R + rows, panel + k * R + R, Acc(0));
+}
+
+// Writes row i of a panel from a contiguous run of kc values.
+template <class Acc>
+inline void scatter_row(const Acc* row, Acc* panel, int64_t i, int64_t R, int64_t kc) {
+  for (int64_t k = 0; k < kc; ++k) panel[k * R + i] = row[k];
+}
+
+// Element (i, k) = p[i*rs + k*ks], or p[i*rs + koff[k]] when an offset table is given.
+template <class T>
+struct Matrix {
+  using Acc = compute_t<T>;
+  const T* p;
+  int64_t rs, ks = 1;
+  const int64_t* koff = nullptr;
+
+  int64_t at_k(int64_t k) const { return koff ? koff[k] : k * ks; }
+
+  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    Acc row[KC];
+    for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
+      const int64_t rows = std::min(R, rn - p0);
+      const T* base = p + (r0 + p0) * rs;
+      if (rs == 1) {  // a panel's rows are contiguous at each k
+        for (int64_t k = 0; k < kc; ++k) widen(base + at_k(k0 + k), dst + k * R, rows);
+      } else if (!koff && ks == 1) {  // each row is contiguous along k
+        for (int64_t i = 0; i < rows; ++i) {
+          widen(base + i * rs + k0, row, kc);
+          scatter_row(row, dst, i, R, kc);
+        }
+      } else {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t i = 0; i < rows; ++i) dst[k * R + i] = load(base[i * rs + at_k(k0 + k)]);
+      }
+      zero_rows(dst, rows, R, kc);
+    }
+  }
+};
+
+// The receptive fields of a convolution over an NHWC image [*, H, W, C]. A pixel index m
+// = (z*I + i)*J + j (plus m_base) reads image z at rows u = i*mi + oi + r*di and columns
+// v = j*mj + oj + s*dj for tap t = (r*S + s)*Cg + c, channel c0 + c; outside is zero.
+// Forward: (mi, oi, di) = (stride, -padding, dilation). Input gradient: the same walk
+// backwards over the output gradient (see conv2d_cpu.cpp).
+template <class T>
+struct ConvGeometry {
+  using Acc = compute_t<T>;
+  const T* x;
+  int64_t H, W, C, c0, Cg, R, S, I, J;
+  int64_t mi, oi, di, mj, oj, dj;
+  int64_t m_base = 0;
+
+  // Image base pointer and the un-tapped row/column of pixel m.
+  const T* pixel(int64_t m, int64_t& u, int64_t& v) const {
+    m += m_base;
+    const int64_t z = m / (I * J), i = (m / J) % I, j = m % J;
+    u = i * mi + oi, v = j * mj + oj;
+    return x + z * H * W * C + c0;
+  }
+  // Copies taps [t, t + len) of one (r, s) run (len <= Cg - t % Cg) into dst.
+  void taps(const T* img, int64_t u, int64_t v, int64_t t, int64_t len, Acc* dst) const {
+    const int64_t rs = t / Cg, c = t - rs * Cg;
+    u += (rs / S) * di, v += (rs % S) * dj;
+    if (u < 0 || u >= H || v < 0 || v >= W)
+      std::fill_n(dst, len, Acc(0));
+    else
+      widen(img + (u * W + v) * C + c, dst, len);
+  }
+  int64_t run_len(int64_t t, int64_t end) const { return std::min(Cg - t % Cg, end - t); }
+};
+
+// Rows are pixels, k runs over taps (forward A, input-gradient A).
+template <class T>
+struct ConvRows : ConvGeometry<T> {
+  using Acc = compute_t<T>;
+  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    Acc row[KC];
+    for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
+      const int64_t rows = std::min(R, rn - p0);
+      for (int64_t i = 0; i < rows; ++i) {
+        int64_t u, v;
+        const T* img = this->pixel(r0 + p0 + i, u, v);
+        for (int64_t t = k0; t < k0 + kc;) {
+          const int64_t len = this->run_len(t, k0 + kc);
+          this->taps(img, u, v, t, len, row + (t - k0));
+          t += len;
+        }
+        scatter_row(row, dst, i, R, kc);
+      }
+      zero_rows(dst, rows, R, kc);
+    }
+  }
+};
+
+// Rows are taps, k runs over pixels (weight-gradient B^T: the im2col matrix transposed).
+template <class T>
+struct ConvTaps : ConvGeometry<T> {
+  using Acc = compute_t<T>;
+  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
+      const int64_t rows = std::min(R, rn - p0), t0 = r0 + p0;
+      for (int64_t k = 0; k < kc; ++k) {
+        int64_t u, v;
+        const T* img = this->pixel(k0 + k, u, v);
+        for (int64_t q = 0; q < rows;) {
+          const int64_t len = this->run_len(t0 + q, t0 + rows);
+          this->taps(img, u, v, t0 + q, len, dst + k * R + q);
+          q += len;
+        }
+      }
+      zero_rows(dst, rows, R, kc);
+    }
+  }
+};
+
+}  // namespace hg::cpu::gemm
