@@ -101,3 +101,18 @@ TEST_CASE("conv2d and conv_transpose2d on cuda: outputs and gradients equal the 
     }
   }
 }
+
+TEST_CASE("cuda conv2d adds its bias in the f32 sum and rounds once", "[cuda][ops][conv2d][numerics]") {
+  HG_REQUIRE_CUDA();
+  // 1024 + 0.25 is no f16; summed in f32 with the bias -1024 it is 0.25 (tensor-core path),
+  // also with 2 groups (the SIMT path) and in f32.
+  for (DType dt : {f16, f32}) {
+    INFO(dtype_name(dt));
+    const Tensor x = from_vector({1024, 0.25}, {1, 1, 1, 2}, {dt, kCuda}), w = from_vector({1, 1}, {1, 1, 1, 2}, {dt, kCuda});
+    CHECK(conv2d(x, w, from_vector({-1024}, {1}, {dt, kCuda})).item<double>() == 0.25);
+    const Tensor xg = from_vector({1024, 0.25, 1024, 0.25}, {1, 1, 1, 4}, {dt, kCuda});
+    const Tensor wg = from_vector({1, 1, 1, 1}, {2, 1, 1, 2}, {dt, kCuda});
+    const Tensor y = conv2d(xg, wg, from_vector({-1024, -1023}, {2}, {dt, kCuda}), {{1, 1}, {0, 0}, {1, 1}, 2});
+    CHECK(y.to_vector<double>() == std::vector<double>{0.25, 1.25});
+  }
+}

@@ -153,6 +153,11 @@ TEST_CASE("conv2d adds its bias in the f32 sum and rounds once", "[conv2d][numer
   CHECK(conv2d(x, w, b).item<double>() == 0.25);
   const Tensor xb = from_vector({256, 0.5}, {1, 1, 1, 2}, {bf16}), wb = from_vector({1, 1}, {1, 1, 1, 2}, {bf16});
   CHECK(conv2d(xb, wb, from_vector({-256}, {1}, {bf16})).item<double>() == 0.5);
+  // Two groups: each group's filters take their own bias.
+  const Tensor xg = from_vector({1024, 0.25, 1024, 0.25}, {1, 1, 1, 4}, {f16});
+  const Tensor wg = from_vector({1, 1, 1, 1}, {2, 1, 1, 2}, {f16});
+  const Tensor y = conv2d(xg, wg, from_vector({-1024, -1023}, {2}, {f16}), {{1, 1}, {0, 0}, {1, 1}, 2});
+  CHECK(y.to_vector<double>() == std::vector<double>{0.25, 1.25});
 }
 
 TEST_CASE("conv kernels give bitwise the same results on 1 and 2 threads", "[conv2d][determinism]") {
