@@ -51,7 +51,7 @@ void store_tile(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, i
 // the hot path.
 template <class Acc>
 struct Workspace {
-  std::vector<Acc> a, b, c;
+  std::vector<Acc> a, b, c, shared_b;
   static Workspace& mine() {
     thread_local Workspace w;
     return w;
@@ -92,8 +92,19 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
   }
   const int64_t mc = ceil_div(ceil_div(M, mb), MR) * MR, nc = ceil_div(ceil_div(N, nb), NR) * NR;
   mb = ceil_div(M, mc), nb = ceil_div(N, nc);
-  const int64_t tiles = mb * nb;
+  const int64_t tiles = mb * nb, kblocks = ceil_div(K, KC), block_b = ceil_div(nc, NR) * NR * KC;
   const int nt = static_cast<int>(std::min<int64_t>(threads, tiles));
+  // When several row tiles would pack the same B blocks, B is packed once up front (all of
+  // it, bounded to ~16 MiB) and shared; else each tile packs its own.
+  const bool shared = mb > 1 && nb * kblocks * block_b * static_cast<int64_t>(sizeof(Acc)) <= (int64_t{16} << 20);
+  Acc* sb = shared ? grown(Workspace<Acc>::mine().shared_b, nb * kblocks * block_b) : nullptr;
+  if (shared) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+    for (int64_t i = 0; i < nb * kblocks; ++i) {
+      const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KC;
+      b.pack(sb + i * block_b, n0, std::min(nc, N - n0), k0, std::min(KC, K - k0), NR);
+    }
+  }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t m0 = (t / nb) * mc, n0 = (t % nb) * nc;
@@ -101,12 +112,15 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     const int64_t mp = ceil_div(mn, MR), np = ceil_div(nn, NR), ldc = np * NR;
     Workspace<Acc>& ws = Workspace<Acc>::mine();
     Acc* pa = grown(ws.a, mp * MR * KC);
-    Acc* pb = grown(ws.b, np * NR * KC);
+    Acc* pb = shared ? nullptr : grown(ws.b, np * NR * KC);
     Acc* pc = grown(ws.c, mp * MR * ldc);
     if (K == 0) std::fill_n(pc, mp * MR * ldc, Acc(0));
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
-      b.pack(pb, n0, nn, k0, kc, NR);
+      if (shared)
+        pb = sb + ((t % nb) * kblocks + k0 / KC) * block_b;
+      else
+        b.pack(pb, n0, nn, k0, kc, NR);
       a.pack(pa, m0, mn, k0, kc, MR);
       for (int64_t j = 0; j < np; ++j)
         for (int64_t i = 0; i < mp; ++i)

@@ -93,17 +93,48 @@ struct ConvGeometry {
     u = i * mi + oi, v = j * mj + oj;
     return x + z * H * W * C + c0;
   }
-  // Copies taps [t, t + len) of one (r, s) run (len <= Cg - t % Cg) into dst.
-  void taps(const T* img, int64_t u, int64_t v, int64_t t, int64_t len, Acc* dst) const {
-    const int64_t rs = t / Cg, c = t - rs * Cg;
-    u += (rs / S) * di, v += (rs % S) * dj;
-    if (u < 0 || u >= H || v < 0 || v >= W)
-      std::fill_n(dst, len, Acc(0));
-    else
-      widen(img + (u * W + v) * C + c, dst, len);
+
+  // Walks taps [t, end) of one pixel in runs of contiguous memory (or of zeros), calling
+  // f(src or nullptr, offset from the first tap, length). A run is a tap's channels, or a
+  // whole kernel row's when channels and columns are contiguous and in the image; `split`
+  // (a power of the panel height, or 0) also ends runs at multiples of it.
+  template <class F>
+  void runs(const T* img, int64_t u, int64_t v, int64_t t, int64_t end, int64_t split, F&& f) const {
+    const int64_t SC = S * Cg, first = t;
+    int64_t r = t / SC, s = (t % SC) / Cg, c = t % Cg;
+    const bool rows_contiguous = dj == 1 && C == Cg;
+    while (t < end) {
+      const int64_t uu = u + r * di, vv = v + s * dj;
+      int64_t len;
+      const T* src = nullptr;
+      if (uu < 0 || uu >= H) {
+        len = SC - s * Cg - c;  // the rest of this kernel row
+      } else if (rows_contiguous && vv >= 0 && v + (S - 1) * dj < W) {
+        len = SC - s * Cg - c;
+        src = img + (uu * W + vv) * C + c;
+      } else {
+        len = Cg - c;
+        if (vv >= 0 && vv < W) src = img + (uu * W + vv) * C + c;
+      }
+      len = std::min(len, end - t);
+      if (split) len = std::min(len, split - (t - first) % split);
+      f(src, t - first, len);
+      t += len;
+      c += len;
+      while (c >= Cg && t < end) c -= Cg, ++s;
+      while (s >= S) s -= S, ++r;
+    }
   }
-  int64_t run_len(int64_t t, int64_t end) const { return std::min(Cg - t % Cg, end - t); }
 };
+
+// Fills dst[0, len) from a run: the widened values, or zeros where src is null.
+template <class T, class Acc>
+inline void fill_run(const T* src, Acc* dst, int64_t len) {
+  if (src)
+    widen(src, dst, len);
+  else
+    std::fill_n(dst, len, Acc(0));
+}
 
 // Rows are pixels, k runs over taps (forward A, input-gradient A).
 template <class T>
@@ -116,11 +147,8 @@ struct ConvRows : ConvGeometry<T> {
       for (int64_t i = 0; i < rows; ++i) {
         int64_t u, v;
         const T* img = this->pixel(r0 + p0 + i, u, v);
-        for (int64_t t = k0; t < k0 + kc;) {
-          const int64_t len = this->run_len(t, k0 + kc);
-          this->taps(img, u, v, t, len, row + (t - k0));
-          t += len;
-        }
+        this->runs(img, u, v, k0, k0 + kc, 0,
+                   [&](const T* src, int64_t off, int64_t len) { fill_run(src, row + off, len); });
         scatter_row(row, dst, i, R, kc);
       }
       zero_rows(dst, rows, R, kc);
@@ -133,19 +161,16 @@ template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
   void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
-    for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
-      const int64_t rows = std::min(R, rn - p0), t0 = r0 + p0;
-      for (int64_t k = 0; k < kc; ++k) {
-        int64_t u, v;
-        const T* img = this->pixel(k0 + k, u, v);
-        for (int64_t q = 0; q < rows;) {
-          const int64_t len = this->run_len(t0 + q, t0 + rows);
-          this->taps(img, u, v, t0 + q, len, dst + k * R + q);
-          q += len;
-        }
-      }
-      zero_rows(dst, rows, R, kc);
+    for (int64_t k = 0; k < kc; ++k) {
+      int64_t u, v;
+      const T* img = this->pixel(k0 + k, u, v);
+      // Row q of the block lives in panel q / R at position q % R.
+      this->runs(img, u, v, r0, r0 + rn, R, [&](const T* src, int64_t q, int64_t len) {
+        fill_run(src, dst + (q / R) * R * kc + k * R + q % R, len);
+      });
     }
+    const int64_t last = (rn - 1) / R;
+    zero_rows(dst + last * R * kc, rn - last * R, R, kc);
   }
 };
 
