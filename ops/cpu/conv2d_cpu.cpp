@@ -30,6 +30,30 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const ConvP
   return g;
 }
 
+// An activation as the gather sources read it: f32/f64 in place; f16/bf16 widened to f32
+// once into a reused buffer (exact), since the gathers read every value R*S times.
+template <class T>
+using Wide = compute_t<T>;
+
+template <class T>
+const Wide<T>* activation(const Tensor& t, int slot) {
+  if constexpr (std::is_same_v<T, Wide<T>>) {
+    return t.data<T>();
+  } else {
+    thread_local std::vector<float> bufs[2];
+    std::vector<float>& buf = bufs[slot];
+    const int64_t n = t.numel();
+    if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+    const T* src = t.data<T>();
+    float* dst = buf.data();
+    const int64_t block = int64_t{1} << 16, blocks = (n + block - 1) / block;
+    const int nt = omp_in_parallel() || blocks < 4 ? 1 : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t b = 0; b < blocks; ++b) gemm::widen(src + b * block, dst + b * block, std::min(block, n - b * block));
+    return dst;
+  }
+}
+
 // The forward's receptive fields of x for group grp, rows = output pixels.
 template <class T>
 ConvGeometry<T> forward_fields(const Geometry& g, const T* x, int64_t grp) {
@@ -45,8 +69,9 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
     b32.resize(static_cast<size_t>(g.K));
     gemm::widen(bias.data<T>(), b32.data(), g.K);
   }
+  const Wide<T>* x = activation<T>(xt, 0);
   for (int64_t grp = 0; grp < g.G; ++grp) {
-    const gemm::ConvRows<T> a{forward_fields(g, xt.data<T>(), grp)};
+    const gemm::ConvRows<Wide<T>> a{forward_fields(g, x, grp)};
     const gemm::Matrix<T> wrows{wt.data<T>() + grp * g.Kg * g.RSCg, g.RSCg, 1};
     const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
     gemm::Epilogue<Acc> ep;
@@ -81,6 +106,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
   using Acc = compute_t<T>;
   const Geometry g = geometry(gxt, wt, gyt, prm);
   const T* w = wt.data<T>();
+  const Wide<T>* gy = activation<T>(gyt, 0);
   std::vector<int64_t> koff;
   for (int64_t a = 0; a < std::min(g.sh, g.H); ++a)
     for (int64_t b = 0; b < std::min(g.sw, g.W); ++b) {
@@ -96,7 +122,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
               koff[static_cast<size_t>((rr * ts.count + ss) * g.Kg + k)] =
                   (((grp * g.Kg + k) * g.R + tr.first + rr * tr.step) * g.S + ts.first + ss * ts.step) * g.Cg;
         const gemm::Matrix<T> wcols{w, 1, 0, koff.data()};
-        const gemm::ConvRows<T> gyf{{gyt.data<T>(), g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
+        const gemm::ConvRows<Wide<T>> gyf{{gy, g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
                                      (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1,
                                      (b + g.pw - ts.first * g.dw) / g.sw, -(ts.step * g.dw / g.sw)}};
         const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
@@ -127,6 +153,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   thread_local std::vector<Acc> partial;
   if (static_cast<int64_t>(partial.size()) < chunks * wsize) partial.resize(static_cast<size_t>(chunks * wsize));
   Acc* part = partial.data();
+  const Wide<T>* x = activation<T>(xt, 0);
+  const Wide<T>* gy = activation<T>(gyt, 1);
   const int threads = chunks > 1 ? 1 : -1;  // chunks in parallel, or the one GEMM split by tiles
   const int nt = chunks > 1 && !omp_in_parallel() ? static_cast<int>(std::min<int64_t>(chunks, omp_get_max_threads())) : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
@@ -135,8 +163,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
     for (int64_t grp = 0; grp < g.G; ++grp) {
       // A: gy^T (rows are filters, contiguous at each pixel); B^T: im2col(x)^T, whose panels
       // of NR taps are runs of channels at each pixel.
-      const gemm::Matrix<T> gyt_rows{gyt.data<T>() + m0 * g.K + grp * g.Kg, 1, g.K};
-      gemm::ConvTaps<T> cols{forward_fields(g, xt.data<T>(), grp)};
+      const gemm::Matrix<Wide<T>> gyt_rows{gy + m0 * g.K + grp * g.Kg, 1, g.K};
+      gemm::ConvTaps<Wide<T>> cols{forward_fields(g, x, grp)};
       cols.m_base = m0;
       const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
       gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, cols, o, gemm::Epilogue<Acc>{}, threads);

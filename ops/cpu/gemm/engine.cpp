@@ -20,9 +20,9 @@ void portable_kernel(int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc
   Acc acc[MR][NR];
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) acc[i][j] = first ? Acc(0) : c[i * ldc + j];
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR)
+  for (int64_t k = 0; k < kc; ++k, b += NR)
     for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i], b[j], acc[i][j]);
+      for (int64_t j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i * kc + k], b[j], acc[i][j]);
   for (int64_t i = 0; i < MR; ++i)
     for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
 }
@@ -43,19 +43,20 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
     c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
     c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
   }
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+  const float *a0 = a, *a1 = a + kc, *a2 = a + 2 * kc, *a3 = a + 3 * kc, *a4 = a + 4 * kc, *a5 = a + 5 * kc;
+  for (int64_t k = 0; k < kc; ++k, b += NR) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a);
+    __m256 x = _mm256_broadcast_ss(a0 + k);
     c00 = _mm256_fmadd_ps(x, b0, c00), c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1);
+    x = _mm256_broadcast_ss(a1 + k);
     c10 = _mm256_fmadd_ps(x, b0, c10), c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2);
+    x = _mm256_broadcast_ss(a2 + k);
     c20 = _mm256_fmadd_ps(x, b0, c20), c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3);
+    x = _mm256_broadcast_ss(a3 + k);
     c30 = _mm256_fmadd_ps(x, b0, c30), c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4);
+    x = _mm256_broadcast_ss(a4 + k);
     c40 = _mm256_fmadd_ps(x, b0, c40), c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5);
+    x = _mm256_broadcast_ss(a5 + k);
     c50 = _mm256_fmadd_ps(x, b0, c50), c51 = _mm256_fmadd_ps(x, b1, c51);
   }
   _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);

@@ -37,8 +37,9 @@ struct Epilogue {
   bool relu = false;
 };
 
-// c[MR x NR] (row stride ldc) = (first ? 0 : c) + sum over kc of a-panel[k] x b-panel[k],
-// each element one sequential chain of fused multiply-adds in k order.
+// c[MR x NR] (row stride ldc) = (first ? 0 : c) + a · b for an A panel of MR rows of kc
+// values each (row-major) and a B panel of kc rows of NR values (k-major); each element is
+// one sequential chain of fused multiply-adds in k order.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first);
 void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first);
 
@@ -74,9 +75,10 @@ inline int threads_for(int64_t M, int64_t N, int64_t K) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// out = epilogue(A · B) for A an M x K source and B given as its N x K transpose source
-// (both pack rows: `pack(dst, r0, rn, k0, kc, R)` writes panels of R rows, k-major, zero
-// rows past rn). The output is split into tiles only (rows x columns); every element's
+// out = epilogue(A · B) for A an M x K source and B given as its N x K transpose source.
+// Both pack blocks of rows [r0, r0 + rn) x [k0, k0 + kc) into panels of R rows, zero rows
+// past rn: A with `pack_rows` (each panel row-major: R rows of kc), B with `pack` (each
+// panel k-major: kc groups of R). The output is split into tiles only (rows x columns); every element's
 // sum runs over k in order in one tile, so results do not depend on the thread count.
 template <class Acc, class SA, class SB>
 void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output& out, const Epilogue<Acc>& ep,
@@ -121,7 +123,7 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
         pb = sb + ((t % nb) * kblocks + k0 / KC) * block_b;
       else
         b.pack(pb, n0, nn, k0, kc, NR);
-      a.pack(pa, m0, mn, k0, kc, MR);
+      a.pack_rows(pa, m0, mn, k0, kc, MR);
       for (int64_t j = 0; j < np; ++j)
         for (int64_t i = 0; i < mp; ++i)
           micro_kernel(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);

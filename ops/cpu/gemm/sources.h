@@ -17,7 +17,10 @@ namespace hg::cpu::gemm {
 template <class T, class Acc = compute_t<T>>
 inline void widen(const T* src, Acc* dst, int64_t n) {
   if constexpr (std::is_same_v<T, Acc>) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
+    if (n <= 32)  // a conv tap's channels: an inline loop beats a call
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    else
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
   } else {
     if (n < 8) {  // too short for a vector conversion call to pay off
       for (int64_t i = 0; i < n; ++i) dst[i] = load(src[i]);
@@ -71,6 +74,26 @@ struct Matrix {
       zero_rows(dst, rows, R, kc);
     }
   }
+
+  void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
+      const int64_t rows = std::min(R, rn - p0);
+      const T* base = p + (r0 + p0) * rs;
+      if (!koff && ks == 1) {
+        for (int64_t i = 0; i < rows; ++i) widen(base + i * rs + k0, dst + i * kc, kc);
+      } else if (rs == 1) {  // the panel's rows are contiguous at each k: widen, then transpose
+        Acc col[MR > NR ? MR : NR];
+        for (int64_t k = 0; k < kc; ++k) {
+          widen(base + at_k(k0 + k), col, rows);
+          for (int64_t i = 0; i < rows; ++i) dst[i * kc + k] = col[i];
+        }
+      } else {
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t k = 0; k < kc; ++k) dst[i * kc + k] = load(base[i * rs + at_k(k0 + k)]);
+      }
+      std::fill(dst + rows * kc, dst + R * kc, Acc(0));
+    }
+  }
 };
 
 // The receptive fields of a convolution over an NHWC image [*, H, W, C]. A pixel index m
@@ -86,30 +109,41 @@ struct ConvGeometry {
   int64_t mi, oi, di, mj, oj, dj;
   int64_t m_base = 0;
 
-  // Image base pointer and the un-tapped row/column of pixel m.
-  const T* pixel(int64_t m, int64_t& u, int64_t& v) const {
+  // A pixel: its image's base pointer and its un-tapped row u and column v.
+  struct Pixel {
+    int64_t z, i, j;
+  };
+  Pixel pixel(int64_t m) const {
     m += m_base;
-    const int64_t z = m / (I * J), i = (m / J) % I, j = m % J;
-    u = i * mi + oi, v = j * mj + oj;
-    return x + z * H * W * C + c0;
+    return {m / (I * J), (m / J) % I, m % J};
+  }
+  void next(Pixel& p) const {
+    if (++p.j == J) p.j = 0, ++p.i == I ? (p.i = 0, ++p.z) : 0;
   }
 
-  // Walks taps [t, end) of one pixel in runs of contiguous memory (or of zeros), calling
-  // f(src or nullptr, offset from the first tap, length). A run is a tap's channels, or a
-  // whole kernel row's when channels and columns are contiguous and in the image; `split`
-  // (a power of the panel height, or 0) also ends runs at multiples of it.
+  // A tap's kernel row, column and channel.
+  struct Tap {
+    int64_t r, s, c;
+  };
+  Tap tap(int64_t t) const { return {t / (S * Cg), (t % (S * Cg)) / Cg, t % Cg}; }
+
+  // Walks taps [t, end) (t at `at`) of pixel p in runs of contiguous memory (or of zeros),
+  // calling f(src or nullptr, offset from t, length). A run is a tap's channels, or a whole
+  // kernel row's when channels and columns are contiguous and in the image; `split` (or 0)
+  // also ends runs at multiples of it from t.
   template <class F>
-  void runs(const T* img, int64_t u, int64_t v, int64_t t, int64_t end, int64_t split, F&& f) const {
-    const int64_t SC = S * Cg, first = t;
-    int64_t r = t / SC, s = (t % SC) / Cg, c = t % Cg;
-    const bool rows_contiguous = dj == 1 && C == Cg;
+  void runs(const Pixel& p, Tap at, int64_t t, int64_t end, int64_t split, F&& f) const {
+    const T* img = x + p.z * H * W * C + c0;
+    const int64_t u = p.i * mi + oi, v = p.j * mj + oj, SC = S * Cg, first = t;
+    const bool row_in = dj == 1 && C == Cg && v >= 0 && v + S - 1 < W;
+    auto [r, s, c] = at;
     while (t < end) {
       const int64_t uu = u + r * di, vv = v + s * dj;
       int64_t len;
       const T* src = nullptr;
       if (uu < 0 || uu >= H) {
         len = SC - s * Cg - c;  // the rest of this kernel row
-      } else if (rows_contiguous && vv >= 0 && v + (S - 1) * dj < W) {
+      } else if (row_in) {
         len = SC - s * Cg - c;
         src = img + (uu * W + vv) * C + c;
       } else {
@@ -140,18 +174,16 @@ inline void fill_run(const T* src, Acc* dst, int64_t len) {
 template <class T>
 struct ConvRows : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
-    Acc row[KC];
+  void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    const auto at = this->tap(k0);
+    auto px = this->pixel(r0);
     for (int64_t p0 = 0; p0 < rn; p0 += R, dst += R * kc) {
       const int64_t rows = std::min(R, rn - p0);
-      for (int64_t i = 0; i < rows; ++i) {
-        int64_t u, v;
-        const T* img = this->pixel(r0 + p0 + i, u, v);
-        this->runs(img, u, v, k0, k0 + kc, 0,
-                   [&](const T* src, int64_t off, int64_t len) { fill_run(src, row + off, len); });
-        scatter_row(row, dst, i, R, kc);
+      for (int64_t i = 0; i < rows; ++i, this->next(px)) {
+        Acc* row = dst + i * kc;
+        this->runs(px, at, k0, k0 + kc, 0, [&](const T* src, int64_t off, int64_t len) { fill_run(src, row + off, len); });
       }
-      zero_rows(dst, rows, R, kc);
+      std::fill(dst + rows * kc, dst + R * kc, Acc(0));
     }
   }
 };
@@ -160,12 +192,14 @@ struct ConvRows : ConvGeometry<T> {
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
-    for (int64_t k = 0; k < kc; ++k) {
-      int64_t u, v;
-      const T* img = this->pixel(k0 + k, u, v);
+  // Packs for the B side only (R == NR, a constant so the panel arithmetic is shifts).
+  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t) const {
+    constexpr int64_t R = NR;
+    const auto at = this->tap(r0);
+    auto px = this->pixel(k0);
+    for (int64_t k = 0; k < kc; ++k, this->next(px)) {
       // Row q of the block lives in panel q / R at position q % R.
-      this->runs(img, u, v, r0, r0 + rn, R, [&](const T* src, int64_t q, int64_t len) {
+      this->runs(px, at, r0, r0 + rn, R, [&](const T* src, int64_t q, int64_t len) {
         fill_run(src, dst + (q / R) * R * kc + k * R + q % R, len);
       });
     }
