@@ -70,3 +70,12 @@ TEST_CASE("matmul errors name both shapes", "[matmul][errors]") {
   CHECK_THROWS_WITH(matmul(ones({2, 3}, {i64}), ones({3, 2}, {i64})), Catch::Contains("floating"));
   CHECK_THROWS_WITH(linear(ones({2, 3}), ones({4, 5})), Catch::Contains("in_features"));
 }
+
+TEST_CASE("linear adds its bias in the f32 sum and rounds once", "[matmul][numerics]") {
+  // 1024 + 0.25 is no f16 (it rounds to 1024); summed in f32 with the bias -1024 it is 0.25.
+  // 2048 + 0.5 - 1024 = 1024.5 is rounded once, a tie, to the even 1024.
+  const Tensor x = from_vector({1024, 0.25, 2048, 0.5}, {2, 2}, {f16}), w = from_vector({1, 1}, {1, 2}, {f16});
+  CHECK(linear(x, w, from_vector({-1024}, {1}, {f16})).to_vector<double>() == std::vector<double>{0.25, 1024});
+  const Tensor xb = from_vector({256, 0.5}, {1, 2}, {bf16}), wb = from_vector({1, 1}, {1, 2}, {bf16});
+  CHECK(linear(xb, wb, from_vector({-256}, {1}, {bf16})).item<double>() == 0.5);
+}

@@ -110,11 +110,14 @@ TEST_CASE("gemm engine: f32, f16, bf16 and f64 products equal f64 within the f32
 }
 
 TEST_CASE("gemm engine: general strides (neither unit) read every element", "[gemm]") {
-  // A 9 x 11 view with row stride 2 and column stride 23 into a larger buffer of f16.
-  Operand<half> a{9, 11, 2, 23, std::vector<half>(9 * 2 + 11 * 23)};
+  // 9 x 11 and 21 x 11 views with row strides 2, 3 and column strides 23, 70 into larger
+  // buffers of f16: both the A and the B packing take their general paths.
+  Operand<half> a{9, 11, 2, 23, std::vector<half>(9 * 2 + 11 * 23)}, b{21, 11, 3, 70, std::vector<half>(21 * 3 + 11 * 70)};
   std::mt19937_64 g(3);
   std::normal_distribution<double> d;
   for (half& v : a.data) v = half(d(g));
+  for (half& v : b.data) v = half(d(g));
+  check_product(a, b, {}, 1.0, false);
   check_product(a, random_operand<half>(21, 11, true, 4), {}, 1.0, false);
 }
 
