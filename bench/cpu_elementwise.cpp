@@ -32,11 +32,6 @@ double median_seconds(const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
-struct Row {
-  std::string op;
-  double ns[3];
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,15 +39,15 @@ int main(int argc, char** argv) {
   const int64_t n = numel_of(shape);
   const DType dtypes[3] = {f32, f16, bf16};
   if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
-    std::printf("usage: cpu_elementwise  (threads: OMP_NUM_THREADS)\n");
+    std::printf("usage: cpu_elementwise [substring of the op names to run]  (threads: OMP_NUM_THREADS)\n");
     return 0;
   }
-  std::vector<Row> rows;
+  const std::string only = argc > 1 ? argv[1] : "";
   auto add_row = [&](const std::string& name, const std::function<std::function<void()>(DType)>& make) {
-    Row r{name, {}};
-    for (int k = 0; k < 3; ++k) r.ns[k] = median_seconds(make(dtypes[k])) * 1e9 / static_cast<double>(n);
-    rows.push_back(r);
-    std::printf("%-28s %8.3f %8.3f %8.3f\n", name.c_str(), r.ns[0], r.ns[1], r.ns[2]);
+    if (name.find(only) == std::string::npos) return;
+    double ns[3];
+    for (int k = 0; k < 3; ++k) ns[k] = median_seconds(make(dtypes[k])) * 1e9 / static_cast<double>(n);
+    std::printf("%-28s %8.3f %8.3f %8.3f\n", name.c_str(), ns[0], ns[1], ns[2]);
     std::fflush(stdout);
   };
   auto input = [&](DType dt, uint64_t seed) {

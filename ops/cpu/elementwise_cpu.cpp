@@ -59,14 +59,13 @@ C gelu_derivative(C x) {
 }
 
 // exp(-x) overflows for x below about -88.7 in f32 although the result (~e^x) is still
-// representable there, so for x < 0 the form e^x / (1 + e^x) is used.
-template <class C>
-C sigmoid_stable(C x) {
-  if (x < C(0)) {
-    const auto e = std::exp(x);
-    return C(e / (C(1) + e));
-  }
-  return C(C(1) / (C(1) + std::exp(-x)));
+// representable there, so for x < 0 the form e^x / (1 + e^x) is used. Selects, not a
+// branch (a sign that changes at random mispredicts), and only exp runs lane by lane.
+template <class V>
+V sigmoid_stable(V x) {
+  const auto neg = x < V(0);
+  const V e = lanes(select(neg, x, -x), [](auto a) { return static_cast<decltype(a)>(std::exp(a)); });
+  return select(neg, e, V(1)) / (V(1) + e);
 }
 
 // NaN first, so a NaN lane never becomes a number.
@@ -103,7 +102,7 @@ void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double p0d, dou
         using V = decltype(v);
         return select(v > V(0), v, select(v != v, v, V(0)));
       });
-    case UnaryOp::sigmoid: return lib([](auto v) { return sigmoid_stable(v); });
+    case UnaryOp::sigmoid: return map1<T, T>(x, out, [](auto v) { return sigmoid_stable(v); });
     case UnaryOp::tanh: return lib([](auto v) { return std::tanh(v); });
     case UnaryOp::gelu: return lib([](auto v) { return gelu_exact(v); });
     case UnaryOp::add_scalar: return map1<T, T>(x, out, [p0](auto v) { return v + decltype(v)(p0); });
