@@ -33,11 +33,11 @@ void step_cpu(const Tensor& param, const Tensor& grad, const StateBuffers& state
           std::vector<C> pbuf, gbuf, sbuf[3];
           for (int64_t i0 = begin; i0 < end; i0 += kBlock) {
             const int64_t m = std::min(kBlock, end - i0);
-            C* pv = cpu::vec::as_compute_rw<C>(p + i0, m, pbuf);
+            C* pv = cpu::vec::as_compute<C>(p + i0, m, pbuf);
             const C* gv = cpu::vec::as_compute<C>(g + i0, m, gbuf);
             C* sv[3] = {};
             for (size_t k = 0; k < 3; ++k)
-              if (b[k]) sv[k] = cpu::vec::as_compute_rw<C>(b[k] + i0, m, sbuf[k]);
+              if (b[k]) sv[k] = cpu::vec::as_compute<C>(b[k] + i0, m, sbuf[k]);
             for (int64_t i = 0; i < m; ++i) {
               C v[3];
               for (int k = 0; k < 3; ++k) v[k] = sv[k] ? sv[k][i] : C(0);

@@ -31,27 +31,18 @@ void narrow(const A* src, T* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = store<T>(src[i]);
 }
 
-// src as A: in place when T is A, else widened into buf.
+// src as A: src itself when T is A (writable when src is), else widened into buf; after
+// changing a widened copy, write_back rounds it into src once.
 template <class A, class T>
-const A* as_compute(const T* src, int64_t n, std::vector<A>& buf) {
-  if constexpr (std::is_same_v<T, A>) {
-    return src;
+auto as_compute(T* src, int64_t n, std::vector<A>& buf) {
+  using U = std::remove_const_t<T>;
+  using R = std::conditional_t<std::is_const_v<T>, const A*, A*>;
+  if constexpr (std::is_same_v<U, A>) {
+    return R(src);
   } else {
     buf.resize(static_cast<size_t>(n));
-    widen(src, buf.data(), n);
-    return buf.data();
-  }
-}
-
-// src as A for reading and writing back with write_back: in place when T is A.
-template <class A, class T>
-A* as_compute_rw(T* src, int64_t n, std::vector<A>& buf) {
-  if constexpr (std::is_same_v<T, A>) {
-    return src;
-  } else {
-    buf.resize(static_cast<size_t>(n));
-    widen(src, buf.data(), n);
-    return buf.data();
+    widen(static_cast<const U*>(src), buf.data(), n);
+    return R(buf.data());
   }
 }
 template <class A, class T>
