@@ -81,7 +81,7 @@ TEST_CASE("BatchNorm statistics, outputs and gradients give the same bits with 1
   }
 }
 
-TEST_CASE("loss means and the unscale count give the same bits with 1 and 2 threads", "[cpu][threads]") {
+TEST_CASE("loss means, the unscale count and numerics statistics give the same bits with 1 and 2 threads", "[cpu][threads]") {
   Generator g(6);
   Tensor target = randint(0, 8, {16, 32, 32}, {i64}, &g);
   for (DType dt : {f32, f16, bf16}) {
@@ -98,7 +98,8 @@ TEST_CASE("loss means and the unscale count give the same bits with 1 and 2 thre
       std::memcpy(grad.data_ptr(), big.data_ptr(), 5 * dtype_size(dt));
       Tensor two = full({}, dt == f16 ? 4.0 : 8.0, {f32});
       unscale_and_check_stub(Device::cpu(), std::vector<Tensor>{grad}, two, found, counts);
-      return std::vector<Tensor>{loss, logits.grad(), grad, found, counts, softmax(logits0, -1)};
+      return std::vector<Tensor>{loss, logits.grad(), grad, found, counts, softmax(logits0, -1),
+                                 amp::compute_stats(input({300001}, dt, 9))};
     });
   }
 }
