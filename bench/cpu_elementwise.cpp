@@ -1,6 +1,6 @@
-// CPU elementwise throughput: ns per element of the U-Net's memory-bound ops (ReLU and
-// its gradient, add, casts, pooling, upsampling, BatchNorm, losses, Adam, the AMP unscale)
-// in f32, f16 and bf16, on a w8 b16 64x64 activation ([16, 64, 64, 8], 512 Ki elements).
+// ns per element of the U-Net's memory-bound CPU ops (ReLU, add, casts, pooling, BN, losses,
+// Adam, the AMP unscale, numerics statistics) in f32, f16 and bf16, on a w8 b16 64x64
+// activation [16, 64, 64, 8] (512 Ki elements).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,5 +105,6 @@ int main(int argc, char** argv) {
     Tensor inv = full({}, 1.0, {f32}), found = zeros({}, {f32}), counts = zeros({1}, {i64});
     return [grads, inv, found, counts] { unscale_and_check_stub(Device::cpu(), grads, inv, found, counts); };
   });
+  add_row("numerics statistics", [&](DType dt) { return [x = input(dt, 1)] { amp::compute_stats(x); }; });
   return 0;
 }
