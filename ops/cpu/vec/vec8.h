@@ -32,8 +32,8 @@ inline C fabs_of(C v) {
   else return v < C(0) ? C(-v) : v;
 }
 template <class C>
-inline C sqrt_of(C v) {
-  return std::sqrt(v);
+inline auto sqrt_of(C v) {
+  return std::sqrt(v);  // f64 for integers, as std::sqrt
 }
 
 #ifdef HG_VEC8
@@ -55,16 +55,14 @@ inline F8 operator*(F8 a, F8 b) { return F8(_mm256_mul_ps(a.v, b.v)); }
 inline F8 operator/(F8 a, F8 b) { return F8(_mm256_div_ps(a.v, b.v)); }
 inline F8 operator-(F8 a) { return F8(_mm256_xor_ps(a.v, _mm256_set1_ps(-0.0f))); }
 
-// Ordered, non-signaling predicates: false when either lane is NaN, as C++'s <, >, ==;
+// Ordered, non-signaling predicates: false when either lane is NaN, as C++'s <, <=, >, >=;
 // != is unordered: true for NaN, as C++'s.
 inline M8 operator<(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 inline M8 operator<=(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LE_OQ)}; }
 inline M8 operator>(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ)}; }
 inline M8 operator>=(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GE_OQ)}; }
-inline M8 operator==(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)}; }
 inline M8 operator!=(F8 a, F8 b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ)}; }
 inline M8 operator&&(M8 a, M8 b) { return {_mm256_and_ps(a.m, b.m)}; }
-inline M8 operator||(M8 a, M8 b) { return {_mm256_or_ps(a.m, b.m)}; }
 
 inline int count(M8 m) { return __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(m.m))); }
 inline F8 select(M8 m, F8 a, F8 b) { return F8(_mm256_blendv_ps(b.v, a.v, m.m)); }
