@@ -30,6 +30,14 @@ HG_HOST_DEVICE auto math_pow(C x, C y) {
   else return ::pow(static_cast<double>(x), static_cast<double>(y));
 }
 
+// The sign bit cleared, as std::fabs: abs(-0) is +0.
+template <class C>
+HG_HOST_DEVICE C math_abs(C x) {
+  if constexpr (std::is_same_v<C, float>) return ::fabsf(x);
+  else if constexpr (std::is_floating_point_v<C>) return ::fabs(x);
+  else return x < C(0) ? C(-x) : x;
+}
+
 // x - x is 0 exactly for finite x and NaN for inf and NaN; integers are always finite.
 template <class C>
 HG_HOST_DEVICE bool math_isfinite(C x) {

@@ -19,6 +19,17 @@ HG_HOST_DEVICE C gelu_derivative(C x) {
   return cdf + x * pdf;
 }
 
+// For x < 0, e^x / (1 + e^x): exp(-x) would overflow below about -88.7 in f32 while
+// the result is still representable (the CPU kernel uses the same form).
+template <class C>
+HG_HOST_DEVICE C sigmoid_stable(C x) {
+  if (x < C(0)) {
+    const auto e = math_exp(x);
+    return C(e / (C(1) + e));
+  }
+  return C(C(1) / (C(1) + math_exp(-x)));
+}
+
 template <class C>
 HG_HOST_DEVICE C apply_unary(UnaryOp op, C v, C p0, C p1) {
   switch (op) {
@@ -27,12 +38,12 @@ HG_HOST_DEVICE C apply_unary(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::log: return math_log(v);
     case UnaryOp::sqrt: return math_sqrt(v);
     case UnaryOp::rsqrt: return C(1) / math_sqrt(v);
-    case UnaryOp::abs: return v < C(0) ? C(-v) : v;
+    case UnaryOp::abs: return math_abs(v);
     case UnaryOp::sign: return C((v > C(0)) - (v < C(0)));
     case UnaryOp::square: return C(v * v);
     case UnaryOp::reciprocal: return C(C(1) / v);
     case UnaryOp::relu: return v > C(0) ? v : (v != v ? v : C(0));
-    case UnaryOp::sigmoid: return C(C(1) / (C(1) + math_exp(-v)));
+    case UnaryOp::sigmoid: return sigmoid_stable(v);
     case UnaryOp::tanh: return math_tanh(v);
     case UnaryOp::gelu: return gelu_exact(v);
     case UnaryOp::add_scalar: return C(v + p0);

@@ -3,26 +3,33 @@
 #include <cmath>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/vec/map8.h"
 #include "ops/elementwise_kernels.h"
 
 namespace hg::cpu {
 namespace {
+
+using vec::fabs_of;
+using vec::lanes;
+using vec::select;
+using vec::sqrt_of;
 
 template <class T>
 T* at(char* p, int64_t i, int64_t s) {
   return reinterpret_cast<T*>(p + i * s);
 }
 
+// Each op's body is a generic lambda: called with a compute-type scalar on strided or
+// f64/i64 data, and with vec::F8 (eight f32 lanes) on contiguous f32/f16/bf16 data, so
+// both paths perform the same IEEE operations and give the same bits.
 template <class TO, class TI, class F>
 void map1(const Tensor& x, const Tensor& out, F f) {
   for_each_strided<2>(out.shape(), operands<2>({&out, &x}), [&](int64_t n, std::array<char*, 2> p, std::array<int64_t, 2> s) {
-    if (s[0] == sizeof(TO) && s[1] == sizeof(TI)) {
-      TO* o = reinterpret_cast<TO*>(p[0]);
-      const TI* a = reinterpret_cast<const TI*>(p[1]);
-      for (int64_t i = 0; i < n; ++i) o[i] = store<TO>(f(load(a[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i) *at<TO>(p[0], i, s[0]) = store<TO>(f(load(*at<TI>(p[1], i, s[1]))));
-    }
+#ifdef HG_VEC8
+    if constexpr (std::is_same_v<TO, TI> && vec::kVec8<TO>)
+      if (vec::vec8_strides<TO>(s[0], s[1])) return vec::run8(n, reinterpret_cast<TO*>(p[0]), f, vec::in8<TI>(p[1], s[1]));
+#endif
+    for (int64_t i = 0; i < n; ++i) *at<TO>(p[0], i, s[0]) = store<TO>(f(load(*at<TI>(p[1], i, s[1]))));
   });
 }
 
@@ -30,20 +37,13 @@ template <class TO, class TI, class F>
 void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   for_each_strided<3>(out.shape(), operands<3>({&out, &a, &b}),
                       [&](int64_t n, std::array<char*, 3> p, std::array<int64_t, 3> s) {
-    if (s[0] == sizeof(TO) && s[1] == sizeof(TI) && s[2] == sizeof(TI)) {
-      TO* o = reinterpret_cast<TO*>(p[0]);
-      const TI* x = reinterpret_cast<const TI*>(p[1]);
-      const TI* y = reinterpret_cast<const TI*>(p[2]);
-      for (int64_t i = 0; i < n; ++i) o[i] = store<TO>(f(load(x[i]), load(y[i])));
-    } else if (s[0] == sizeof(TO) && s[1] == sizeof(TI) && s[2] == 0) {
-      TO* o = reinterpret_cast<TO*>(p[0]);
-      const TI* x = reinterpret_cast<const TI*>(p[1]);
-      const auto y = load(*reinterpret_cast<const TI*>(p[2]));
-      for (int64_t i = 0; i < n; ++i) o[i] = store<TO>(f(load(x[i]), y));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *at<TO>(p[0], i, s[0]) = store<TO>(f(load(*at<TI>(p[1], i, s[1])), load(*at<TI>(p[2], i, s[2]))));
-    }
+#ifdef HG_VEC8
+    if constexpr (std::is_same_v<TO, TI> && vec::kVec8<TO>)
+      if (vec::vec8_strides<TO>(s[0], s[1], s[2]))
+        return vec::run8(n, reinterpret_cast<TO*>(p[0]), f, vec::in8<TI>(p[1], s[1]), vec::in8<TI>(p[2], s[2]));
+#endif
+    for (int64_t i = 0; i < n; ++i)
+      *at<TO>(p[0], i, s[0]) = store<TO>(f(load(*at<TI>(p[1], i, s[1])), load(*at<TI>(p[2], i, s[2]))));
   });
 }
 
@@ -58,33 +58,69 @@ C gelu_derivative(C x) {
   return cdf + x * pdf;
 }
 
+// exp(-x) overflows for x below about -88.7 in f32 although the result (~e^x) is still
+// representable there, so for x < 0 the form e^x / (1 + e^x) is used. Selects, not a
+// branch (a sign that changes at random mispredicts), and only exp runs lane by lane.
+template <class V>
+V sigmoid_stable(V x) {
+  const auto neg = x < V(0);
+  const V e = lanes(select(neg, x, -x), [](auto a) { return static_cast<decltype(a)>(std::exp(a)); });
+  return select(neg, e, V(1)) / (V(1) + e);
+}
+
+// NaN first, so a NaN lane never becomes a number.
+template <class V>
+V max_nan(V x, V y) {
+  return select(x != x, x, select(y != y, y, select(x > y, x, y)));
+}
+template <class V>
+V min_nan(V x, V y) {
+  return select(x != x, x, select(y != y, y, select(x < y, x, y)));
+}
+
 template <class T>
 void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double p0d, double p1d) {
   using C = compute_t<T>;
   const C p0 = static_cast<C>(p0d), p1 = static_cast<C>(p1d);
+  auto lib = [&](auto fn) { map1<T, T>(x, out, [fn](auto v) { return lanes(v, fn); }); };
   switch (op) {
-    case UnaryOp::neg: return map1<T, T>(x, out, [](C v) { return C(-v); });
-    case UnaryOp::exp: return map1<T, T>(x, out, [](C v) { return std::exp(v); });
-    case UnaryOp::log: return map1<T, T>(x, out, [](C v) { return std::log(v); });
-    case UnaryOp::sqrt: return map1<T, T>(x, out, [](C v) { return std::sqrt(v); });
-    case UnaryOp::rsqrt: return map1<T, T>(x, out, [](C v) { return C(1) / std::sqrt(v); });
-    case UnaryOp::abs: return map1<T, T>(x, out, [](C v) { return v < C(0) ? C(-v) : v; });
-    case UnaryOp::sign: return map1<T, T>(x, out, [](C v) { return C((v > C(0)) - (v < C(0))); });
-    case UnaryOp::square: return map1<T, T>(x, out, [](C v) { return C(v * v); });
-    case UnaryOp::reciprocal: return map1<T, T>(x, out, [](C v) { return C(C(1) / v); });
-    case UnaryOp::relu: return map1<T, T>(x, out, [](C v) { return v > C(0) ? v : (v != v ? v : C(0)); });
-    case UnaryOp::sigmoid: return map1<T, T>(x, out, [](C v) { return C(C(1) / (C(1) + std::exp(-v))); });
-    case UnaryOp::tanh: return map1<T, T>(x, out, [](C v) { return std::tanh(v); });
-    case UnaryOp::gelu: return map1<T, T>(x, out, [](C v) { return gelu_exact(v); });
-    case UnaryOp::add_scalar: return map1<T, T>(x, out, [p0](C v) { return C(v + p0); });
-    case UnaryOp::mul_scalar: return map1<T, T>(x, out, [p0](C v) { return C(v * p0); });
-    case UnaryOp::div_scalar: return map1<T, T>(x, out, [p0](C v) { return C(v / p0); });
-    case UnaryOp::pow_scalar: return map1<T, T>(x, out, [p0](C v) { return static_cast<C>(std::pow(v, p0)); });
-    case UnaryOp::rsub_scalar: return map1<T, T>(x, out, [p0](C v) { return C(p0 - v); });
-    case UnaryOp::rdiv_scalar: return map1<T, T>(x, out, [p0](C v) { return C(p0 / v); });
-    case UnaryOp::leaky_relu: return map1<T, T>(x, out, [p0](C v) { return v > C(0) ? v : C(p0 * v); });
+    case UnaryOp::neg: return map1<T, T>(x, out, [](auto v) { return -v; });
+    case UnaryOp::exp: return lib([](auto v) { return std::exp(v); });
+    case UnaryOp::log: return lib([](auto v) { return std::log(v); });
+    case UnaryOp::sqrt: return map1<T, T>(x, out, [](auto v) { return sqrt_of(v); });
+    case UnaryOp::rsqrt: return map1<T, T>(x, out, [](auto v) { return decltype(v)(1) / sqrt_of(v); });
+    case UnaryOp::abs: return map1<T, T>(x, out, [](auto v) { return fabs_of(v); });
+    case UnaryOp::sign:
+      return map1<T, T>(x, out, [](auto v) {
+        using V = decltype(v);
+        return select(v > V(0), V(1), select(v < V(0), V(-1), V(0)));
+      });
+    case UnaryOp::square: return map1<T, T>(x, out, [](auto v) { return v * v; });
+    case UnaryOp::reciprocal: return map1<T, T>(x, out, [](auto v) { return decltype(v)(1) / v; });
+    case UnaryOp::relu:
+      return map1<T, T>(x, out, [](auto v) {
+        using V = decltype(v);
+        return select(v > V(0), v, select(v != v, v, V(0)));
+      });
+    case UnaryOp::sigmoid: return map1<T, T>(x, out, [](auto v) { return sigmoid_stable(v); });
+    case UnaryOp::tanh: return lib([](auto v) { return std::tanh(v); });
+    case UnaryOp::gelu: return lib([](auto v) { return gelu_exact(v); });
+    case UnaryOp::add_scalar: return map1<T, T>(x, out, [p0](auto v) { return v + decltype(v)(p0); });
+    case UnaryOp::mul_scalar: return map1<T, T>(x, out, [p0](auto v) { return v * decltype(v)(p0); });
+    case UnaryOp::div_scalar: return map1<T, T>(x, out, [p0](auto v) { return v / decltype(v)(p0); });
+    case UnaryOp::pow_scalar: return lib([p0](auto v) { return static_cast<decltype(v)>(std::pow(v, p0)); });
+    case UnaryOp::rsub_scalar: return map1<T, T>(x, out, [p0](auto v) { return decltype(v)(p0) - v; });
+    case UnaryOp::rdiv_scalar: return map1<T, T>(x, out, [p0](auto v) { return decltype(v)(p0) / v; });
+    case UnaryOp::leaky_relu:
+      return map1<T, T>(x, out, [p0](auto v) {
+        using V = decltype(v);
+        return select(v > V(0), v, V(p0) * v);
+      });
     case UnaryOp::clamp:
-      return map1<T, T>(x, out, [p0, p1](C v) { return v != v ? v : (v < p0 ? p0 : (v > p1 ? p1 : v)); });
+      return map1<T, T>(x, out, [p0, p1](auto v) {
+        using V = decltype(v);
+        return select(v != v, v, select(v < V(p0), V(p0), select(v > V(p1), V(p1), v)));
+      });
     case UnaryOp::isfinite:
       return map1<bool, T>(x, out, [](C v) {
         if constexpr (std::is_floating_point_v<C>) return std::isfinite(v);
@@ -98,23 +134,30 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
   using C = compute_t<T>;
   const C p0 = static_cast<C>(p0d), p1 = static_cast<C>(p1d);
   switch (op) {
-    case BinaryOp::add: return map2<T, T>(a, b, out, [](C x, C y) { return C(x + y); });
-    case BinaryOp::sub: return map2<T, T>(a, b, out, [](C x, C y) { return C(x - y); });
-    case BinaryOp::mul: return map2<T, T>(a, b, out, [](C x, C y) { return C(x * y); });
-    case BinaryOp::div: return map2<T, T>(a, b, out, [](C x, C y) { return C(x / y); });
-    case BinaryOp::pow: return map2<T, T>(a, b, out, [](C x, C y) { return static_cast<C>(std::pow(x, y)); });
-    case BinaryOp::maximum:
-      return map2<T, T>(a, b, out, [](C x, C y) { return x != x ? x : (y != y ? y : (x > y ? x : y)); });
-    case BinaryOp::minimum:
-      return map2<T, T>(a, b, out, [](C x, C y) { return x != x ? x : (y != y ? y : (x < y ? x : y)); });
-    case BinaryOp::relu_grad: return map2<T, T>(a, b, out, [](C g, C y) { return y > C(0) ? g : C(0); });
+    case BinaryOp::add: return map2<T, T>(a, b, out, [](auto x, auto y) { return x + y; });
+    case BinaryOp::sub: return map2<T, T>(a, b, out, [](auto x, auto y) { return x - y; });
+    case BinaryOp::mul: return map2<T, T>(a, b, out, [](auto x, auto y) { return x * y; });
+    case BinaryOp::div: return map2<T, T>(a, b, out, [](auto x, auto y) { return x / y; });
+    case BinaryOp::pow:
+      return map2<T, T>(a, b, out, [](auto x, auto y) {
+        return lanes(x, y, [](auto u, auto w) { return static_cast<decltype(u)>(std::pow(u, w)); });
+      });
+    case BinaryOp::maximum: return map2<T, T>(a, b, out, [](auto x, auto y) { return max_nan(x, y); });
+    case BinaryOp::minimum: return map2<T, T>(a, b, out, [](auto x, auto y) { return min_nan(x, y); });
+    case BinaryOp::relu_grad:
+      return map2<T, T>(a, b, out, [](auto g, auto y) { return select(y > decltype(y)(0), g, decltype(g)(0)); });
     case BinaryOp::leaky_relu_grad:
-      return map2<T, T>(a, b, out, [p0](C g, C x) { return x > C(0) ? g : C(g * p0); });
-    case BinaryOp::sigmoid_grad: return map2<T, T>(a, b, out, [](C g, C y) { return C(g * y * (C(1) - y)); });
-    case BinaryOp::tanh_grad: return map2<T, T>(a, b, out, [](C g, C y) { return C(g * (C(1) - y * y)); });
-    case BinaryOp::gelu_grad: return map2<T, T>(a, b, out, [](C g, C x) { return C(g * gelu_derivative(x)); });
+      return map2<T, T>(a, b, out, [p0](auto g, auto x) { return select(x > decltype(x)(0), g, g * decltype(g)(p0)); });
+    case BinaryOp::sigmoid_grad:
+      return map2<T, T>(a, b, out, [](auto g, auto y) { return g * y * (decltype(y)(1) - y); });
+    case BinaryOp::tanh_grad: return map2<T, T>(a, b, out, [](auto g, auto y) { return g * (decltype(y)(1) - y * y); });
+    case BinaryOp::gelu_grad:
+      return map2<T, T>(a, b, out, [](auto g, auto x) { return g * lanes(x, [](auto v) { return gelu_derivative(v); }); });
     case BinaryOp::clamp_grad:
-      return map2<T, T>(a, b, out, [p0, p1](C g, C x) { return (x >= p0 && x <= p1) ? g : C(0); });
+      return map2<T, T>(a, b, out, [p0, p1](auto g, auto x) {
+        using V = decltype(x);
+        return select(x >= V(p0) && x <= V(p1), g, V(0));
+      });
     case BinaryOp::eq: return map2<bool, T>(a, b, out, [](C x, C y) { return x == y; });
     case BinaryOp::ne: return map2<bool, T>(a, b, out, [](C x, C y) { return x != y; });
     case BinaryOp::lt: return map2<bool, T>(a, b, out, [](C x, C y) { return x < y; });

@@ -1,6 +1,7 @@
 // The CPU's strided loop: visits N operands broadcast to one shape (operand 0 the
 // output), with dimensions merged where memory allows, the innermost dimension handed
-// to a kernel lambda, and the outer index range split across OpenMP threads.
+// to a kernel lambda, and the rows (or, for a few long rows, pieces of them) split
+// across OpenMP threads.
 #pragma once
 #include <omp.h>
 
@@ -65,7 +66,8 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
   for (size_t k = 0; k < N; ++k) inner_st[k] = st[k].back();
   const int64_t rows = total / inner_n;
 
-  auto run_rows = [&](int64_t r0, int64_t r1) {
+  // Rows [r0, r1), each from inner element lo to hi.
+  auto run_rows = [&](int64_t r0, int64_t r1, int64_t lo, int64_t hi) {
     std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
     int64_t r = r0;
     for (int64_t d = nd - 2; d >= 0; --d) {
@@ -74,11 +76,11 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
     }
     std::array<char*, N> p;
     for (size_t k = 0; k < N; ++k) {
-      p[k] = ops.ptr[k];
+      p[k] = ops.ptr[k] + lo * inner_st[k];
       for (int64_t d = 0; d < nd - 1; ++d) p[k] += idx[d] * st[k][d];
     }
     for (int64_t row = r0; row < r1; ++row) {
-      inner(inner_n, p, inner_st);
+      inner(hi - lo, p, inner_st);
       for (int64_t d = nd - 2; d >= 0; --d) {
         for (size_t k = 0; k < N; ++k) p[k] += st[k][d];
         if (++idx[d] < sh[d]) break;
@@ -89,13 +91,30 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
   };
 
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads <= 1 || total < grain || rows < 2) {
-    run_rows(0, rows);
+  if (threads <= 1 || total < grain) {
+    run_rows(0, rows, 0, inner_n);
     return;
   }
-  int64_t chunks = std::min<int64_t>(rows, threads);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) run_rows(rows * c / chunks, rows * (c + 1) / chunks);
+  if (rows >= threads) {
+    const int64_t chunks = threads;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) run_rows(rows * c / chunks, rows * (c + 1) / chunks, 0, inner_n);
+    return;
+  }
+  // Few long rows (a contiguous tensor is one row): split each row into pieces of whole
+  // 64-element blocks. Only where the output moves along the row: an output stride of 0
+  // is a reduction, whose element must not be shared between threads.
+  if (inner_st[0] == 0) {
+    run_rows(0, rows, 0, inner_n);
+    return;
+  }
+  const int64_t pieces = threads;
+  auto cut = [&](int64_t k) { return k == pieces ? inner_n : (inner_n * k / pieces) & ~int64_t{63}; };
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t c = 0; c < rows * pieces; ++c) {
+    const int64_t k = c % pieces;
+    if (cut(k) < cut(k + 1)) run_rows(c / pieces, c / pieces + 1, cut(k), cut(k + 1));
+  }
 }
 
 // Runs f(begin, end) over [0, n) split across threads when n * cost_per_item is large.

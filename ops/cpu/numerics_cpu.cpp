@@ -1,14 +1,16 @@
 // CPU kernel of the numerics statistics (amp/tensor_stats.h): one pass over a
-// contiguous tensor, per-thread partial sums in f64 merged at the end.
-#include <omp.h>
-
+// contiguous tensor in chunks fixed by its size (so the f64 sums do not depend on the
+// thread count), f16/bf16 widened a block at a time, each chunk's partials merged in order.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "ops/amp_kernels.h"
+#include "ops/cpu/loops.h"
+#include "ops/cpu/vec/widen.h"
 
 namespace hg::cpu {
 namespace {
@@ -31,29 +33,47 @@ void accumulate(double v, Partial& s) {
   if (a < kF16MinNormal) s[6] += 1;
   if (a < kF16FlushBelow) s[7] += 1;
   if (a > kF16Max) s[8] += 1;
-  int e = 0;
-  std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): floor(log2 a) = e - 1
-  const int bin = std::clamp(e - 1, kNumericsHistLo, kNumericsHistHi) - kNumericsHistLo;
+  // floor(log2 a): the unbiased exponent of a normal double (every f32/f16/bf16 value
+  // widens to one); frexp only for f64 subnormals.
+  int log2a = static_cast<int>(std::bit_cast<uint64_t>(a) >> 52) - 1023;
+  if (log2a == -1023) {
+    int e = 0;
+    std::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1)
+    log2a = e - 1;
+  }
+  const int bin = std::clamp(log2a, kNumericsHistLo, kNumericsHistHi) - kNumericsHistLo;
   s[kNumericsScalars + bin] += 1;
+}
+
+constexpr int64_t kChunk = 32768;
+constexpr int64_t kBlock = 1024;
+
+template <class T>
+void accumulate_chunk(const T* p, int64_t n, Partial& s) {
+  using A = compute_t<T>;
+  std::vector<A> buf;
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    const A* v = vec::as_compute<A>(p + i0, m, buf);
+    for (int64_t i = 0; i < m; ++i) accumulate(static_cast<double>(v[i]), s);
+  }
 }
 
 void numerics_stats_cpu(const Tensor& x, const Tensor& out) {
   HG_CHECK(x.is_contiguous(), "numerics_stats: the input must be contiguous");
   const int64_t n = x.numel();
-  const int threads = n > 65536 ? omp_get_max_threads() : 1;
-  std::vector<Partial> partial(static_cast<size_t>(threads));
+  const int64_t chunks = std::max<int64_t>(1, (n + kChunk - 1) / kChunk);
+  std::vector<Partial> partial(static_cast<size_t>(chunks));
   for (Partial& p : partial) {
     p.fill(0.0);
     p[2] = std::numeric_limits<double>::infinity();
   }
   visit_floating(x.dtype(), "numerics_stats", [&]<typename T>() {
     const T* p = x.data<T>();
-#pragma omp parallel num_threads(threads)
-    {
-      Partial& s = partial[static_cast<size_t>(omp_get_thread_num())];
-#pragma omp for schedule(static)
-      for (int64_t k = 0; k < n; ++k) accumulate(static_cast<double>(load(p[k])), s);
-    }
+    parallel_for(chunks, kChunk * 8, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        accumulate_chunk(p + c * kChunk, std::min(kChunk, n - c * kChunk), partial[static_cast<size_t>(c)]);
+    });
   });
   double* o = out.data<double>();
   Partial total = partial[0];

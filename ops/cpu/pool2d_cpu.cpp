@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/vec/map8.h"
 #include "ops/pool2d_kernels.h"
 
 namespace hg::cpu {
@@ -19,6 +20,27 @@ struct Span {
 Span window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t size) {
   const int64_t start = p * stride - pad;
   return {std::max<int64_t>(start, 0), std::min(start + kernel, size)};
+}
+
+// One window element's channels [0, C) folded into the running maximum: a channel takes
+// the value when it is larger or NaN (NaN wins, as in PyTorch). Returns the first channel
+// left to the scalar loop: the vector body covers whole groups of 8.
+template <class T, class Cmp>
+int64_t max_step8(const T* v, Cmp* best, int32_t* idx, int32_t id, int64_t C) {
+  int64_t c = 0;
+#ifdef HG_VEC8
+  if constexpr (vec::kVec8<T>) {
+    const __m256i idv = _mm256_set1_epi32(id);
+    for (; c + 8 <= C; c += 8) {
+      const __m256 a = vec::load8(v + c).v, b = _mm256_loadu_ps(best + c);
+      const __m256 take = _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+      _mm256_storeu_ps(best + c, _mm256_blendv_ps(b, a, take));
+      __m256i* ip = reinterpret_cast<__m256i*>(idx + c);
+      _mm256_storeu_si256(ip, _mm256_blendv_epi8(_mm256_loadu_si256(ip), idv, _mm256_castps_si256(take)));
+    }
+  }
+#endif
+  return c;
 }
 
 template <class T>
@@ -46,7 +68,7 @@ void max_pool_forward(const Tensor& x, const Tensor& y, const Tensor& argmax, co
           for (int64_t w = ws.begin; w < ws.end; ++w) {
             const T* v = xn + (h * g.W + w) * C;
             const auto id = static_cast<int32_t>(h * g.W + w);
-            for (int64_t c = 0; c < C; ++c) {
+            for (int64_t c = max_step8(v, best.data(), idx.data(), id, C); c < C; ++c) {
               const Cmp a = load(v[c]);
               const bool take = a > best[c] || a != a;  // NaN wins, as in PyTorch
               best[c] = take ? a : best[c];

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/vec/widen.h"
 #include "ops/upsample_kernels.h"
 
 namespace hg::cpu {
@@ -18,19 +19,6 @@ std::vector<LinearTap<F>> linear_taps(int64_t in_size, int64_t scale) {
   std::vector<LinearTap<F>> taps(static_cast<size_t>(in_size * scale));
   for (int64_t o = 0; o < in_size * scale; ++o) taps[o] = linear_tap<F>(o, scale, in_size);
   return taps;
-}
-
-// n values from src in the compute type: src itself when T is that type, else converted
-// once into buf (f16/bf16 rows are read several times, and converting costs).
-template <class A, class T>
-const A* as_compute(const T* src, int64_t n, std::vector<A>& buf) {
-  if constexpr (std::is_same_v<T, A>) {
-    return src;
-  } else {
-    buf.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) buf[i] = load(src[i]);
-    return buf.data();
-  }
 }
 
 // One axis of the interpolation, transposed: for input index i, the output indices
@@ -96,21 +84,23 @@ void bilinear_forward(const Tensor& x, const Tensor& y, int64_t s) {
   T* yp = y.data<T>();
   parallel_for(N * OH, OW * C * 4, [&](int64_t r0, int64_t r1) {
     std::vector<Cmp> top_buf, bottom_buf;
+    vec::RowOut<T, Cmp> out;
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t n = row / OH;
       const LinearTap<Cmp>& th = ht[row % OH];
-      const Cmp* top = as_compute<Cmp>(xp + (n * H + th.i0) * W * C, W * C, top_buf);
-      const Cmp* bottom = as_compute<Cmp>(xp + (n * H + th.i1) * W * C, W * C, bottom_buf);
-      T* dst = yp + row * OW * C;
+      const Cmp* top = vec::as_compute<Cmp>(xp + (n * H + th.i0) * W * C, W * C, top_buf);
+      const Cmp* bottom = vec::as_compute<Cmp>(xp + (n * H + th.i1) * W * C, W * C, bottom_buf);
+      Cmp* dst = out.target(yp + row * OW * C, OW * C);
       for (int64_t ow = 0; ow < OW; ++ow, dst += C) {
         const LinearTap<Cmp>& tw = wt[ow];
         const Cmp *a = top + tw.i0 * C, *b = top + tw.i1 * C, *c = bottom + tw.i0 * C, *d = bottom + tw.i1 * C;
         for (int64_t k = 0; k < C; ++k) {
           const Cmp upper = tw.w0 * a[k] + tw.w1 * b[k];
           const Cmp lower = tw.w0 * c[k] + tw.w1 * d[k];
-          dst[k] = store<T>(th.w0 * upper + th.w1 * lower);
+          dst[k] = th.w0 * upper + th.w1 * lower;
         }
       }
+      out.finish(yp + row * OW * C, OW * C);
     }
   });
 }
@@ -129,7 +119,7 @@ void upsample_backward(const Tensor& gy, const Tensor& gx, int64_t s, UpsampleMo
   parallel_for(N * OH, OW * C * taps, [&](int64_t r0, int64_t r1) {
     std::vector<A> buf;
     for (int64_t row = r0; row < r1; ++row) {
-      const A* g = as_compute<A>(gyp + row * OW * C, OW * C, buf);
+      const A* g = vec::as_compute<A>(gyp + row * OW * C, OW * C, buf);
       A* t = tmp.get() + row * W * C;
       for (int64_t w = 0; w < W; ++w, t += C) {
         std::fill(t, t + C, A(0));
@@ -151,8 +141,7 @@ void upsample_backward(const Tensor& gy, const Tensor& gx, int64_t s, UpsampleMo
         const A* t = tmp.get() + (n * OH + rows.entries[i].o) * W * C;
         for (int64_t k = 0; k < W * C; ++k) acc[k] += wgt * t[k];
       }
-      T* dst = gxp + row * W * C;
-      for (int64_t k = 0; k < W * C; ++k) dst[k] = store<T>(acc[k]);
+      vec::narrow(acc.data(), gxp + row * W * C, W * C);
     }
   });
 }

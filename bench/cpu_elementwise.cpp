@@ -1,0 +1,110 @@
+// ns per element of the U-Net's memory-bound CPU ops (ReLU, add, casts, pooling, BN, losses,
+// Adam, the AMP unscale, numerics statistics) in f32, f16 and bf16, on a w8 b16 64x64
+// activation [16, 64, 64, 8] (512 Ki elements).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "halfgrad.h"
+#include "ops/amp_kernels.h"
+#include "ops/elementwise_kernels.h"
+
+using namespace hg;
+
+namespace {
+
+// Median wall time of f after warm-up; at least 5 runs and ~0.2 s.
+double median_seconds(const std::function<void()>& f) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) f();
+  std::vector<double> t;
+  const auto start = clock::now();
+  while (t.size() < 5 || (t.size() < 200 && std::chrono::duration<double>(clock::now() - start).count() < 0.2)) {
+    const auto t0 = clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + static_cast<long>(t.size() / 2), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Shape shape = {16, 64, 64, 8};
+  const int64_t n = numel_of(shape);
+  const DType dtypes[3] = {f32, f16, bf16};
+  if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
+    std::printf("usage: cpu_elementwise [substring of the op names to run]  (threads: OMP_NUM_THREADS)\n");
+    return 0;
+  }
+  const std::string only = argc > 1 ? argv[1] : "";
+  auto add_row = [&](const std::string& name, const std::function<std::function<void()>(DType)>& make) {
+    if (name.find(only) == std::string::npos) return;
+    double ns[3];
+    for (int k = 0; k < 3; ++k) ns[k] = median_seconds(make(dtypes[k])) * 1e9 / static_cast<double>(n);
+    std::printf("%-28s %8.3f %8.3f %8.3f\n", name.c_str(), ns[0], ns[1], ns[2]);
+    std::fflush(stdout);
+  };
+  auto input = [&](DType dt, uint64_t seed) {
+    Generator g(seed);
+    return randn(shape, {dt}, &g);
+  };
+  std::printf("ns per element of [16, 64, 64, 8]\n%-28s %8s %8s %8s\n", "op", "f32", "f16", "bf16");
+
+  add_row("relu", [&](DType dt) { return [x = input(dt, 1)] { relu(x); }; });
+  add_row("relu grad", [&](DType dt) {
+    return [g = input(dt, 1), y = relu(input(dt, 2))] { run_binary(BinaryOp::relu_grad, g, y); };
+  });
+  add_row("add", [&](DType dt) { return [a = input(dt, 1), b = input(dt, 2)] { a + b; }; });
+  add_row("mul", [&](DType dt) { return [a = input(dt, 1), b = input(dt, 2)] { a * b; }; });
+  add_row("add bias [C]", [&](DType dt) {
+    Generator g(3);
+    return [a = input(dt, 1), b = randn({8}, {dt}, &g)] { a + b; };
+  });
+  add_row("sigmoid", [&](DType dt) { return [x = input(dt, 1)] { sigmoid(x); }; });
+  add_row("cast to f32 (f32: f64)", [&](DType dt) {
+    return [x = input(dt, 1), dt] { x.to(dt == f32 ? f64 : f32); };
+  });
+  add_row("cast from f32 (f32: f64)", [&](DType dt) {
+    return [x = input(dt == f32 ? f64 : f32, 1), dt] { x.to(dt); };
+  });
+  add_row("max_pool2d 2x2", [&](DType dt) { return [x = input(dt, 1)] { max_pool2d(x); }; });
+  add_row("max_pool2d 2x2 fwd+bwd", [&](DType dt) {
+    return [x = input(dt, 1).set_requires_grad(), g = full({16, 32, 32, 8}, 1.0, {dt})] {
+      max_pool2d(x).backward(g);
+    };
+  });
+  add_row("upsample x2 (per input)", [&](DType dt) { return [x = input(dt, 1)] { upsample(x); }; });
+  add_row("batch_norm train fwd", [&](DType dt) {
+    return [x = input(dt, 1), w = ones({8}), b = zeros({8})] { batch_norm(x, w, b, Tensor(), Tensor(), true); };
+  });
+  add_row("batch_norm train fwd+bwd", [&](DType dt) {
+    return [x = input(dt, 1).set_requires_grad(), w = ones({8}), b = zeros({8}), g = input(dt, 2)] {
+      batch_norm(x, w, b, Tensor(), Tensor(), true).backward(g);
+    };
+  });
+  add_row("softmax (last axis, 8)", [&](DType dt) { return [x = input(dt, 1)] { softmax(x, -1); }; });
+  add_row("cross_entropy fwd+bwd", [&](DType dt) {
+    Generator g(4);
+    Tensor t = randint(0, 8, {16, 64, 64}, {i64}, &g);
+    return [x = input(dt, 1).set_requires_grad(), t] { cross_entropy(x, t).backward(); };
+  });
+  add_row("adam step", [&](DType dt) {
+    Tensor p = input(dt, 1).set_requires_grad();
+    p.set_grad(input(dt, 2));
+    auto opt = std::make_shared<optim::Adam>(optim::Params{p});
+    return [opt] { opt->step(); };
+  });
+  add_row("unscale + non-finite check", [&](DType dt) {
+    std::vector<Tensor> grads = {input(dt, 1)};
+    Tensor inv = full({}, 1.0, {f32}), found = zeros({}, {f32}), counts = zeros({1}, {i64});
+    return [grads, inv, found, counts] { unscale_and_check_stub(Device::cpu(), grads, inv, found, counts); };
+  });
+  add_row("numerics statistics", [&](DType dt) { return [x = input(dt, 1)] { amp::compute_stats(x); }; });
+  return 0;
+}

@@ -1,0 +1,66 @@
+// The CPU optimizer kernel on f16/bf16 parameters long enough to cross its 256-element
+// blocks and the thread split: every element equals the update rule applied alone to
+// the widened values and rounded once, state in f32 or in the parameter's dtype.
+#include <catch2/catch.hpp>
+#include <omp.h>
+
+#include <bit>
+
+#include <vector>
+
+#include "framework/optim/update_rules.h"
+#include "halfgrad.h"
+
+using namespace hg;
+
+namespace {
+
+template <class T>
+std::vector<float> widened(const Tensor& t) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.data<T>()[i]));
+  return v;
+}
+
+template <class T>
+void check_adam(bool state_in_param_dtype, int threads) {
+  INFO(dtype_name(dtype_v<T>) << (state_in_param_dtype ? ", state in the parameter's dtype" : ", f32 state")
+                              << ", " << threads << " thread(s)");
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  const int64_t n = 70001;  // 273 blocks of 256 and a tail
+  Generator g(3);
+  Tensor p = randn({n}, {dtype_v<T>}, &g).set_requires_grad();
+  const optim::AdamHyper h{1e-2, 0.0, 0.9, 0.999, 1e-8, false, false};
+  optim::Adam opt({p}, {.lr = h.lr});
+  opt.set_state_in_param_dtype(state_in_param_dtype);
+  std::vector<float> ref = widened<T>(p), m(n, 0.0f), v(n, 0.0f), vmax(n, 0.0f);
+  auto round = [&](float x) { return state_in_param_dtype ? static_cast<float>(T(x)) : x; };
+  for (int t = 1; t <= 2; ++t) {
+    Tensor grad = randn({n}, {dtype_v<T>}, &g);
+    p.set_grad(grad);
+    opt.step();
+    const std::vector<float> gv = widened<T>(grad);
+    const auto s = optim::adam_scalars<float>(h, t);
+    for (int64_t i = 0; i < n; ++i) {
+      ref[i] = static_cast<float>(T(optim::adam_element(ref[i], gv[i], m[i], v[i], vmax[i], s)));
+      m[i] = round(m[i]);
+      v[i] = round(v[i]);
+    }
+  }
+  omp_set_num_threads(saved);
+  const std::vector<float> got = widened<T>(p);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(ref[i]);
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("Adam on long f16/bf16 parameters equals the per-element rule, rounded once", "[optim][cpu]") {
+  for (bool in_dtype : {false, true})
+    for (int threads : {1, 2}) {
+      check_adam<half>(in_dtype, threads);
+      check_adam<bfloat16>(in_dtype, threads);
+    }
+}
