@@ -18,6 +18,7 @@
 #include "framework/optim/sgd.h"
 #include "framework/precision.h"
 #include "framework/serialize/checkpoint.h"
+#include "framework/serialize/load_path.h"
 #include "framework/serialize/safetensors.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"

@@ -146,6 +146,7 @@ bool needs_input_grad(size_t i) {
 }
 
 bool in_backward() { return t_running_node != nullptr; }
+const Node* running_node() { return t_running_node; }
 
 const std::string& current_module_path() { return t_module_path; }
 ModulePathScope::ModulePathScope(const std::string& path) : saved_(t_module_path) { t_module_path = path; }

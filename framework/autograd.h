@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/saved_tensor.h"
 #include "framework/tensor.h"
 
 namespace hg {
@@ -77,6 +78,8 @@ void record(const char* name, const TensorList& inputs, Tensor& output,
 bool needs_input_grad(size_t i);
 // True while this thread runs a node's backward (the ops it calls are part of backward).
 bool in_backward();
+// The node whose backward this thread is running, or null.
+const Node* running_node();
 
 // Runs backward from `roots` seeded with `grads`.
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph = false);

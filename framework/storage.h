@@ -1,6 +1,7 @@
 // A reference-counted block of device memory that tensors view. Each device's backend
 // provides the allocator; under CUDA that is the caching allocator.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,11 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   Allocator* allocator = nullptr;
+  // Counts the in-place writes to this memory. It lives here, not on the tensor, because
+  // every view, detach() and saved copy of a tensor shares the storage, so all of them see
+  // one counter with no bookkeeping in the view ops; autograd compares it with the value a
+  // node saved (framework/saved_tensor.h). Atomic: two threads may write views of one storage.
+  std::atomic<int64_t> version{0};
 
   Storage(size_t nbytes, Device device, Allocator* allocator);
   ~Storage();

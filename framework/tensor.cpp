@@ -52,6 +52,24 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
 }
 
+namespace detail {
+void throw_data_dtype(const Tensor& t, DType asked) {
+  throw Error(concat("data<", dtype_name(asked), ">(): the tensor (shape ", shape_str(t.shape()), ") holds ",
+                     dtype_name(t.dtype()), ", not ", dtype_name(asked), "; call data<T>() with T the tensor's dtype, or "
+                     "convert first: t.to(", dtype_name(asked), ").data<...>()"));
+}
+}  // namespace detail
+
+int64_t Tensor::version() const {
+  const TensorImpl& t = live("version");
+  return t.storage ? t.storage->version.load(std::memory_order_relaxed) : 0;
+}
+
+void Tensor::bump_version() const {
+  const TensorImpl& t = live("bump_version");
+  if (t.storage) t.storage->version.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Tensor::set_data(const Tensor& src) const {
   HG_CHECK(is_leaf(), "set_data: only leaf tensors can have their data replaced");
   HG_CHECK(!requires_grad() || is_floating(src.dtype()), "set_data: a tensor that requires grad needs floating data, got ",
@@ -106,7 +124,7 @@ Tensor full(const Shape& shape, double value, TensorOptions o) {
   bool rg = o.requires_grad;
   o.requires_grad = false;
   Tensor t = empty(shape, o);
-  fill_(t, value);
+  detail::fill_new(t, value);
   if (rg) t.set_requires_grad(true);
   return t;
 }
@@ -130,26 +148,25 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
 }
 
 template <class T>
-Tensor from_data(const std::vector<T>& values, const Shape& shape, TensorOptions o) {
+Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o) {
   check_shape_nonnegative(shape, "from_data");
   HG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_data: ", values.size(),
            " values cannot fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
   Tensor host = empty(shape, {dtype_v<T>, Device::cpu()});
   T* p = host.data<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
-  Tensor t = host.to(o.device, o.dtype);
-  if (t.is_same(host) && o.dtype == dtype_v<T>) t = host;
+  Tensor t = host.to(o.device, o.dtype.value_or(dtype_v<T>));
   if (o.requires_grad) t.set_requires_grad(true);
   return t;
 }
-template Tensor from_data(const std::vector<double>&, const Shape&, TensorOptions);
-template Tensor from_data(const std::vector<float>&, const Shape&, TensorOptions);
-template Tensor from_data(const std::vector<half>&, const Shape&, TensorOptions);
-template Tensor from_data(const std::vector<bfloat16>&, const Shape&, TensorOptions);
-template Tensor from_data(const std::vector<int64_t>&, const Shape&, TensorOptions);
+template Tensor from_data(const std::vector<double>&, const Shape&, DataOptions);
+template Tensor from_data(const std::vector<float>&, const Shape&, DataOptions);
+template Tensor from_data(const std::vector<half>&, const Shape&, DataOptions);
+template Tensor from_data(const std::vector<bfloat16>&, const Shape&, DataOptions);
+template Tensor from_data(const std::vector<int64_t>&, const Shape&, DataOptions);
 
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions o) {
-  return from_data(values, shape, o);
+  return from_data(values, shape, {o.dtype, o.device, o.requires_grad});
 }
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions o) {

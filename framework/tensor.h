@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,12 @@ class Tensor {
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const;
   void* data_ptr() const;  // address of element 0 (offset applied)
-  template <class T> T* data() const { return static_cast<T*>(data_ptr()); }
+  // Typed address of element 0; T must be the tensor's C++ element type (hg::Error if not).
+  template <class T> T* data() const;
+  // How many in-place writes the storage has had (shared by all views). Every in-place op
+  // (copy_, fill_, optimizer steps, ...) calls bump_version() after writing.
+  int64_t version() const;
+  void bump_version() const;
 
   // Values, for tests and small reads (synchronise with the device).
   template <class T> T item() const;
@@ -119,6 +125,19 @@ class TensorImpl {
   std::string name;
 };
 
+namespace detail {
+[[noreturn]] void throw_data_dtype(const Tensor& t, DType asked);
+}
+
+// The dtype check costs one compare; it turns data<double>() of an f32 tensor from garbage
+// into an error. The device is not checked: kernels take device tensors' addresses this way
+// (as PyTorch's data_ptr<T>() does); reading values on the host goes through to_vector().
+template <class T>
+T* Tensor::data() const {
+  if (dtype() != dtype_v<T>) detail::throw_data_dtype(*this, dtype_v<T>);
+  return static_cast<T*>(data_ptr());
+}
+
 // Makes a tensor over existing storage (no copy). Checks the view fits in the storage.
 Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
                    DType dtype);
@@ -142,7 +161,13 @@ Tensor full_like(const Tensor& t, double value);
 // From host values (converted to o.dtype with IEEE rounding); shape defaults to 1-D.
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions o = {});
 Tensor tensor(std::initializer_list<double> values, TensorOptions o = {});
-template <class T> Tensor from_data(const std::vector<T>& values, const Shape& shape, TensorOptions o = {});
+// from_data keeps the values' own dtype (int64_t gives i64, half f16) unless one is given.
+struct DataOptions {
+  std::optional<DType> dtype;
+  Device device = Device::cpu();
+  bool requires_grad = false;
+};
+template <class T> Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o = {});
 
 // Prints shape, dtype, device and (up to a limit) values.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -26,8 +26,8 @@ Tensor follow_input(const char* op, const Tensor& x0) {
 Tensor relu(const Tensor& x0) {
   const Tensor x = follow_input("relu", x0);
   Tensor y = run_unary(UnaryOp::relu, x);
-  autograd::record("relu", {x}, y, [y = y.detach()](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::relu_grad, g, y)};
+  autograd::record("relu", {x}, y, [y_saved = SavedTensor::output(y)](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::relu_grad, g, y_saved.unpack())};
   });
   return y;
 }
@@ -36,8 +36,8 @@ Tensor leaky_relu(const Tensor& x0, double negative_slope) {
   const Tensor x = follow_input("leaky_relu", x0);
   HG_CHECK(std::isfinite(negative_slope), "leaky_relu: negative_slope must be finite, got ", negative_slope);
   Tensor y = run_unary(UnaryOp::leaky_relu, x, negative_slope);
-  autograd::record("leaky_relu", {x}, y, [x = x.detach(), negative_slope](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::leaky_relu_grad, g, x, negative_slope)};
+  autograd::record("leaky_relu", {x}, y, [x_saved = SavedTensor::input(x, 0), negative_slope](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::leaky_relu_grad, g, x_saved.unpack(), negative_slope)};
   });
   return y;
 }
@@ -45,8 +45,8 @@ Tensor leaky_relu(const Tensor& x0, double negative_slope) {
 Tensor sigmoid(const Tensor& x0) {
   const Tensor x = follow_input("sigmoid", x0);
   Tensor y = run_unary(UnaryOp::sigmoid, x);
-  autograd::record("sigmoid", {x}, y, [y = y.detach()](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::sigmoid_grad, g, y)};
+  autograd::record("sigmoid", {x}, y, [y_saved = SavedTensor::output(y)](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::sigmoid_grad, g, y_saved.unpack())};
   });
   return y;
 }
@@ -54,8 +54,8 @@ Tensor sigmoid(const Tensor& x0) {
 Tensor tanh(const Tensor& x0) {
   const Tensor x = follow_input("tanh", x0);
   Tensor y = run_unary(UnaryOp::tanh, x);
-  autograd::record("tanh", {x}, y, [y = y.detach()](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::tanh_grad, g, y)};
+  autograd::record("tanh", {x}, y, [y_saved = SavedTensor::output(y)](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::tanh_grad, g, y_saved.unpack())};
   });
   return y;
 }
@@ -63,8 +63,8 @@ Tensor tanh(const Tensor& x0) {
 Tensor gelu(const Tensor& x0) {
   const Tensor x = follow_input("gelu", x0);
   Tensor y = run_unary(UnaryOp::gelu, x);
-  autograd::record("gelu", {x}, y, [x = x.detach()](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::gelu_grad, g, x)};
+  autograd::record("gelu", {x}, y, [x_saved = SavedTensor::input(x, 0)](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::gelu_grad, g, x_saved.unpack())};
   });
   return y;
 }

@@ -102,7 +102,9 @@ Tensor batch_norm(const Tensor& x0, const Tensor& weight, const Tensor& bias, co
 
   const DType wdt = weight.defined() ? weight.dtype() : S, bdt = bias.defined() ? bias.dtype() : S;
   autograd::record("batch_norm", {x, weight, bias}, y,
-                   [x2, mean, invstd, w, training, xshape, wdt, bdt](const Tensor& g) {
+                   [x_saved = SavedTensor::input(x2, 0), w_saved = SavedTensor::input(w, 1), mean, invstd, training,
+                    xshape, wdt, bdt](const Tensor& g) {
+    const Tensor &x2 = x_saved.unpack(), &w = w_saved.unpack();
     const int64_t M = x2.size(0), C = x2.size(1);
     const Tensor gy = g.to(x2.dtype()).contiguous().view({M, C});
     Tensor gx = autograd::needs_input_grad(0) ? empty({M, C}, {x2.dtype(), x2.device()}) : Tensor();

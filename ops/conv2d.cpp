@@ -9,6 +9,7 @@
 #include "ops/conv2d_kernels.h"
 #include "ops/copy.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/operand_dtype.h"
 #include "ops/reduce.h"
 
 namespace hg {
@@ -48,7 +49,7 @@ struct Operands {
   Tensor x, w, bias;
 };
 
-// Autocast, then the checks shared by both ops, then one dtype for all three operands.
+// Autocast, then the checks shared by both ops (one dtype for the three operands, as in PyTorch).
 Operands prepare(const char* op, const Tensor& x0, const Tensor& w0, const Tensor& b0) {
   HG_CHECK(x0.defined() && w0.defined(), op, ": input and weight must be defined tensors");
   TensorList in = autocast(PrecisionClass::lower, {x0, w0, b0});
@@ -62,9 +63,8 @@ Operands prepare(const char* op, const Tensor& x0, const Tensor& w0, const Tenso
   const bool floating = is_floating(x.dtype()) && is_floating(w.dtype()) && (!b.defined() || is_floating(b.dtype()));
   HG_CHECK(floating, op, ": input, weight and bias must be floating (f64, f32, f16, bf16), got ", dtype_name(x.dtype()),
            ", ", dtype_name(w.dtype()), b.defined() ? detail::concat(", ", dtype_name(b.dtype())) : std::string());
-  DType dt = promote_types(x.dtype(), w.dtype());
-  if (b.defined()) dt = promote_types(dt, b.dtype());
-  return {x.to(dt), w.to(dt), b.defined() ? b.to(dt) : b};
+  check_same_dtype(op, {{"input", &x}, {"weight", &w}, {"bias", &b}});
+  return {x, w, b};
 }
 
 // Output sizes in 128 bits: absurd stride, padding or dilation give an error, not an
@@ -114,9 +114,11 @@ Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& 
   }
   // Each operand is kept only if the other one's gradient needs it.
   autograd::record(op, {x, w, b}, y,
-                   [xs = w.requires_grad() ? xc : Tensor(), ws = x.requires_grad() ? wc : Tensor(), xshape = x.shape(),
+                   [x_saved = SavedTensor::input(w.requires_grad() ? xc : Tensor(), 0),
+                    w_saved = SavedTensor::input(x.requires_grad() ? wc : Tensor(), 1), xshape = x.shape(),
                     wshape = w.shape(), p, transposed, has_bias = b.defined()](const Tensor& g0) {
                      const Tensor g = g0.contiguous();
+                     const Tensor &xs = x_saved.unpack(), &ws = w_saved.unpack();
                      Tensor gx, gw, gb;
                      if (autograd::needs_input_grad(0)) {
                        gx = empty(xshape, {g.dtype(), g.device()});

@@ -1,5 +1,6 @@
 // In-place data movement: fill and copy with dtype conversion (IEEE rounding) between
-// tensors of any strides, and across devices. Not recorded by autograd.
+// tensors of any strides, and across devices. Not recorded by autograd, but each bumps the
+// destination's version, so a backward that saved it raises instead of using new values.
 #pragma once
 #include "framework/tensor.h"
 
@@ -8,5 +9,12 @@ namespace hg {
 void fill_(const Tensor& t, double value);
 // dst = src converted to dst's dtype; src broadcasts to dst's shape.
 void copy_(const Tensor& dst, const Tensor& src);
+
+namespace detail {
+// The same without the version bump, for the first values of a tensor made a moment ago
+// that nothing can have saved (factories, clone, to): it starts at version 0, as in PyTorch.
+void fill_new(const Tensor& t, double value);
+void copy_into_new(const Tensor& dst, const Tensor& src);
+}  // namespace detail
 
 }  // namespace hg

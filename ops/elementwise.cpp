@@ -76,7 +76,9 @@ Tensor sub(const Tensor& a0, const Tensor& b0) {
 Tensor mul(const Tensor& a0, const Tensor& b0) {
   auto [a, b] = promote("mul", a0, b0);
   Tensor y = run_binary(BinaryOp::mul, a, b);
-  autograd::record("mul", {a, b}, y, [a = a.detach(), b = b.detach()](const Tensor& g) {
+  autograd::record("mul", {a, b}, y,
+                   [a_saved = SavedTensor::input(a, 0), b_saved = SavedTensor::input(b, 1)](const Tensor& g) {
+    const Tensor &a = a_saved.unpack(), &b = b_saved.unpack();
     return TensorList{autograd::needs_input_grad(0) ? sum_to(g * b, a.shape()) : Tensor(),
                       autograd::needs_input_grad(1) ? sum_to(g * a, b.shape()) : Tensor()};
   });
@@ -86,7 +88,11 @@ Tensor mul(const Tensor& a0, const Tensor& b0) {
 Tensor div(const Tensor& a0, const Tensor& b0) {
   auto [a, b] = promote("div", a0, b0);
   Tensor y = run_binary(BinaryOp::div, a, b);
-  autograd::record("div", {a, b}, y, [sa = a.shape(), b = b.detach(), y = y.detach()](const Tensor& g) {
+  autograd::record("div", {a, b}, y,
+                   [sa = a.shape(),
+                    b_saved = SavedTensor::input(b, 1),
+                    y_saved = SavedTensor::output(y)](const Tensor& g) {
+    const Tensor &b = b_saved.unpack(), &y = y_saved.unpack();
     Tensor gb = g / b;
     return TensorList{sum_to(gb, sa), autograd::needs_input_grad(1) ? sum_to(neg(gb * y), b.shape()) : Tensor()};
   });
@@ -98,7 +104,11 @@ Tensor pow(const Tensor& a1, const Tensor& b1) {
   auto [a, b] = promote("pow", in[0], in[1]);
   check_floating("pow", a);
   Tensor y = run_binary(BinaryOp::pow, a, b);
-  autograd::record("pow", {a, b}, y, [a = a.detach(), b = b.detach(), y = y.detach()](const Tensor& g) {
+  autograd::record("pow", {a, b}, y,
+                   [a_saved = SavedTensor::input(a, 0),
+                    b_saved = SavedTensor::input(b, 1),
+                    y_saved = SavedTensor::output(y)](const Tensor& g) {
+    const Tensor &a = a_saved.unpack(), &b = b_saved.unpack(), &y = y_saved.unpack();
     Tensor ga, gb;
     // d/da a^b = b a^(b-1); d/db a^b = a^b log a (taken as 0 where a == 0, as PyTorch does)
     if (autograd::needs_input_grad(0)) ga = sum_to(g * b * pow(a, b - 1.0), a.shape());
@@ -116,7 +126,11 @@ namespace {
 Tensor select_extreme(const char* name, BinaryOp op, const Tensor& a0, const Tensor& b0) {
   auto [a, b] = promote(name, a0, b0);
   Tensor y = run_binary(op, a, b);
-  autograd::record(name, {a, b}, y, [a = a.detach(), b = b.detach(), y = y.detach()](const Tensor& g) {
+  autograd::record(name, {a, b}, y,
+                   [a_saved = SavedTensor::input(a, 0),
+                    b_saved = SavedTensor::input(b, 1),
+                    y_saved = SavedTensor::output(y)](const Tensor& g) {
+    const Tensor &a = a_saved.unpack(), &b = b_saved.unpack(), &y = y_saved.unpack();
     Tensor one = ones_like(y), zero = zeros_like(y);
     Tensor wa = where(eq(a.expand(y.shape()), y), one, zero);
     Tensor wb = where(eq(b.expand(y.shape()), y), one, zero);
@@ -152,8 +166,8 @@ Tensor pow(const Tensor& a0, double p) {
   check_floating("pow", a0);
   const Tensor a = autocast(PrecisionClass::fp32, {a0})[0];
   Tensor y = run_unary(UnaryOp::pow_scalar, a, p);
-  autograd::record("pow", {a}, y, [a = a.detach(), p](const Tensor& g) {
-    return TensorList{g * mul(pow(a, p - 1.0), p)};
+  autograd::record("pow", {a}, y, [a_saved = SavedTensor::input(a, 0), p](const Tensor& g) {
+    return TensorList{g * mul(pow(a_saved.unpack(), p - 1.0), p)};
   });
   return y;
 }
@@ -167,8 +181,9 @@ Tensor rsub(const Tensor& a, double s) {
 Tensor rdiv(const Tensor& a, double s) {
   check_floating("rdiv", a);
   Tensor y = run_unary(UnaryOp::rdiv_scalar, a, s);
-  autograd::record("rdiv", {a}, y, [a = a.detach(), y = y.detach()](const Tensor& g) {
-    return TensorList{neg(g * y / a)};
+  autograd::record("rdiv", {a}, y,
+                   [a_saved = SavedTensor::input(a, 0), y_saved = SavedTensor::output(y)](const Tensor& g) {
+    return TensorList{neg(g * y_saved.unpack() / a_saved.unpack())};
   });
   return y;
 }
@@ -183,7 +198,8 @@ Tensor exp(const Tensor& x0) {
   check_floating("exp", x0);
   const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   Tensor y = run_unary(UnaryOp::exp, x);
-  autograd::record("exp", {x}, y, [y = y.detach()](const Tensor& g) { return TensorList{g * y}; });
+  autograd::record("exp", {x}, y,
+                   [y_saved = SavedTensor::output(y)](const Tensor& g) { return TensorList{g * y_saved.unpack()}; });
   return y;
 }
 
@@ -191,21 +207,25 @@ Tensor log(const Tensor& x0) {
   check_floating("log", x0);
   const Tensor x = autocast(PrecisionClass::fp32, {x0})[0];
   Tensor y = run_unary(UnaryOp::log, x);
-  autograd::record("log", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g / x}; });
+  autograd::record("log", {x}, y,
+                   [x_saved = SavedTensor::input(x, 0)](const Tensor& g) { return TensorList{g / x_saved.unpack()}; });
   return y;
 }
 
 Tensor sqrt(const Tensor& x) {
   check_floating("sqrt", x);
   Tensor y = run_unary(UnaryOp::sqrt, x);
-  autograd::record("sqrt", {x}, y, [y = y.detach()](const Tensor& g) { return TensorList{g / mul(y, 2.0)}; });
+  autograd::record("sqrt", {x}, y, [y_saved = SavedTensor::output(y)](const Tensor& g) {
+    return TensorList{g / mul(y_saved.unpack(), 2.0)};
+  });
   return y;
 }
 
 Tensor rsqrt(const Tensor& x) {
   check_floating("rsqrt", x);
   Tensor y = run_unary(UnaryOp::rsqrt, x);
-  autograd::record("rsqrt", {x}, y, [y = y.detach()](const Tensor& g) {
+  autograd::record("rsqrt", {x}, y, [y_saved = SavedTensor::output(y)](const Tensor& g) {
+    const Tensor& y = y_saved.unpack();
     return TensorList{g * mul(y * y * y, -0.5)};
   });
   return y;
@@ -213,13 +233,17 @@ Tensor rsqrt(const Tensor& x) {
 
 Tensor abs(const Tensor& x) {
   Tensor y = run_unary(UnaryOp::abs, x);
-  autograd::record("abs", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g * sign(x)}; });
+  autograd::record("abs", {x}, y, [x_saved = SavedTensor::input(x, 0)](const Tensor& g) {
+    return TensorList{g * sign(x_saved.unpack())};
+  });
   return y;
 }
 
 Tensor square(const Tensor& x) {
   Tensor y = run_unary(UnaryOp::square, x);
-  autograd::record("square", {x}, y, [x = x.detach()](const Tensor& g) { return TensorList{g * mul(x, 2.0)}; });
+  autograd::record("square", {x}, y, [x_saved = SavedTensor::input(x, 0)](const Tensor& g) {
+    return TensorList{g * mul(x_saved.unpack(), 2.0)};
+  });
   return y;
 }
 
@@ -228,8 +252,8 @@ Tensor sign(const Tensor& x) { return run_unary(UnaryOp::sign, x); }
 Tensor clamp(const Tensor& x, double lo, double hi) {
   HG_CHECK(!(lo > hi), "clamp: lower bound ", lo, " exceeds upper bound ", hi);
   Tensor y = run_unary(UnaryOp::clamp, x, lo, hi);
-  autograd::record("clamp", {x}, y, [x = x.detach(), lo, hi](const Tensor& g) {
-    return TensorList{run_binary(BinaryOp::clamp_grad, g, x, lo, hi)};
+  autograd::record("clamp", {x}, y, [x_saved = SavedTensor::input(x, 0), lo, hi](const Tensor& g) {
+    return TensorList{run_binary(BinaryOp::clamp_grad, g, x_saved.unpack(), lo, hi)};
   });
   return y;
 }
@@ -261,7 +285,9 @@ Tensor where(const Tensor& cond, const Tensor& a0, const Tensor& b0) {
   Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor y = empty(s, {a.dtype(), a.device()});
   if (y.numel()) where_stub(y.device(), cond.expand(s), a.expand(s), b.expand(s), y);
-  autograd::record("where", {a, b}, y, [c = cond.detach(), sa = a.shape(), sb = b.shape()](const Tensor& g) {
+  autograd::record("where", {a, b}, y,
+                   [c_saved = SavedTensor::other(cond, "condition"), sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    const Tensor& c = c_saved.unpack();
     Tensor z = zeros({}, {g.dtype(), g.device()});
     return TensorList{autograd::needs_input_grad(0) ? sum_to(where(c, g, z), sa) : Tensor(),
                       autograd::needs_input_grad(1) ? sum_to(where(c, z, g), sb) : Tensor()};

@@ -84,7 +84,10 @@ Tensor cross_entropy(const Tensor& logits0, const Tensor& target, const CrossEnt
   if (bad >= 0)
     throw_bad_label("cross_entropy", bad, target, C, detail::concat(" (or ignore_index ", o.ignore_index, ")"));
   autograd::record("cross_entropy", {logits}, loss,
-                   [x2, t1, w, ii = o.ignore_index, lse, wsum, shape = logits.shape()](const Tensor& g) {
+                   [x_saved = SavedTensor::input(x2, 0), t_saved = SavedTensor::other(t1, "target"),
+                    w_saved = SavedTensor::other(w, "class weight"), ii = o.ignore_index, lse, wsum,
+                    shape = logits.shape()](const Tensor& g) {
+                     const Tensor &x2 = x_saved.unpack(), &t1 = t_saved.unpack(), &w = w_saved.unpack();
                      Tensor gx = empty(x2.shape(), {x2.dtype(), x2.device()});
                      cross_entropy_backward_stub(x2.device(), g.to(x2.dtype()), x2, t1, w, ii, lse, wsum, gx);
                      return TensorList{gx.view(shape)};
@@ -107,7 +110,9 @@ Tensor pointwise_loss(const char* op, PointwiseLoss kind, const Tensor& x0, cons
   const Tensor xc = x.detach().contiguous(), tc = t.detach().contiguous();
   Tensor out = empty({}, {dt, x.device()});
   pointwise_loss_stub(x.device(), kind, xc, tc, out);
-  autograd::record(op, {x, t}, out, [kind, xc, tc](const Tensor& g) {
+  autograd::record(op, {x, t}, out,
+                   [kind, x_saved = SavedTensor::input(xc, 0), t_saved = SavedTensor::input(tc, 1)](const Tensor& g) {
+    const Tensor &xc = x_saved.unpack(), &tc = t_saved.unpack();
     const TensorOptions opt{xc.dtype(), xc.device()};
     Tensor gx = autograd::needs_input_grad(0) ? empty(xc.shape(), opt) : Tensor();
     Tensor gt = autograd::needs_input_grad(1) ? empty(xc.shape(), opt) : Tensor();
@@ -140,8 +145,10 @@ Tensor soft_dice(const Tensor& probs0, const Tensor& target, double eps) {
   Tensor stats = empty({3, C}, {accum_dtype(probs.dtype()), dev});
   const int64_t bad = soft_dice_stub(dev, p2, t1, eps, dice, stats);
   if (bad >= 0) throw_bad_label("soft_dice", bad, target, C, "");
-  autograd::record("soft_dice", {probs}, dice, [t1, stats, eps, dt = probs.dtype(), s2 = p2.shape(),
-                                                 shape = probs.shape()](const Tensor& g) {
+  autograd::record("soft_dice", {probs}, dice,
+                   [t_saved = SavedTensor::other(t1, "target"), stats, eps, dt = probs.dtype(), s2 = p2.shape(),
+                    shape = probs.shape()](const Tensor& g) {
+    const Tensor& t1 = t_saved.unpack();
     Tensor gp = empty(s2, {dt, t1.device()});
     soft_dice_backward_stub(t1.device(), g.to(dt).contiguous(), t1, stats, eps, gp);
     return TensorList{gp.view(shape)};

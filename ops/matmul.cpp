@@ -6,6 +6,7 @@
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/matmul_kernels.h"
+#include "ops/operand_dtype.h"
 #include "ops/reduce.h"
 
 namespace hg {
@@ -23,8 +24,9 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
            b0.device(), ")");
   HG_CHECK(is_floating(a0.dtype()) && is_floating(b0.dtype()), "matmul: needs floating operands, got ",
            dtype_name(a0.dtype()), " and ", dtype_name(b0.dtype()));
-  DType dt = promote_types(a0.dtype(), b0.dtype());
-  Tensor a = a0.to(dt), b = b0.to(dt);
+  check_same_dtype("matmul", {{"input", &a0}, {"other", &b0}});
+  const DType dt = a0.dtype();
+  Tensor a = a0, b = b0;
   const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
   if (a_vec) a = a.unsqueeze(0);
   if (b_vec) b = b.unsqueeze(1);
@@ -42,11 +44,13 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
   Tensor b3 = b.detach().expand(sb).reshape({B, K, N});
   Tensor out = empty({B, M, N}, {dt, a.device()});
   if (out.numel()) {
-    if (K == 0) fill_(out, 0.0);
+    if (K == 0) detail::fill_new(out, 0.0);
     else bmm_stub(a.device(), a3, b3, out);
   }
   Tensor y = out.view(so);
-  autograd::record("matmul", {a, b}, y, [a = a.detach(), b = b.detach()](const Tensor& g) {
+  autograd::record("matmul", {a, b}, y,
+                   [a_saved = SavedTensor::input(a, 0), b_saved = SavedTensor::input(b, 1)](const Tensor& g) {
+    const Tensor &a = a_saved.unpack(), &b = b_saved.unpack();
     Tensor ga, gb;
     if (autograd::needs_input_grad(0)) ga = sum_to(matmul(g, b.transpose(-1, -2)), a.shape());
     if (autograd::needs_input_grad(1)) gb = sum_to(matmul(a.transpose(-1, -2), g), b.shape());
@@ -69,37 +73,39 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& b0) {
   if (bias.defined())
     HG_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0), "linear: bias ", shape_str(bias.shape()), " must be [",
              w.size(0), "]");
-  if (x.dim() == 1) {  // a vector: matmul's rules (and its squeezed gradient)
-    Tensor y = matmul(x, w.transpose(0, 1));
-    return bias.defined() ? y + bias.to(y.dtype()) : y;
-  }
   HG_CHECK(x.device() == w.device() && (!bias.defined() || bias.device() == w.device()),
            "linear: operands are on different devices (", x.device(), ", ", w.device(),
            bias.defined() ? ", " + bias.device().str() : std::string(), ")");
   HG_CHECK(is_floating(x.dtype()) && is_floating(w.dtype()), "linear: needs floating operands, got ",
            dtype_name(x.dtype()), " and ", dtype_name(w.dtype()));
+  check_same_dtype("linear", {{"input", &x}, {"weight", &w}, {"bias", &bias}});
   // One kernel for the product and the bias, as matmul(x, w^T) + bias would compute it but
-  // rounded once; x's leading axes are flattened into the rows of one GEMM.
-  const DType dt = promote_types(x.dtype(), w.dtype());
-  const Tensor xd = x.to(dt), wd = w.to(dt), bd = bias.defined() ? bias.to(dt) : Tensor();
+  // rounded once; x's leading axes (none for a vector) are flattened into the rows of one GEMM.
   const int64_t K = x.size(-1), N = w.size(0);
   Shape so(x.shape().begin(), x.shape().end() - 1);
   const int64_t M = numel_of(so);
   so.push_back(N);
-  Tensor out = empty({M, N}, {dt, x.device()});
+  Tensor out = empty({M, N}, {x.dtype(), x.device()});
   if (out.numel()) {
-    if (K == 0) bd.defined() ? copy_(out, bd.detach().expand(out.shape())) : fill_(out, 0.0);
-    else linear_stub(x.device(), xd.detach().reshape({M, K}), wd.detach(), bd.defined() ? bd.detach().contiguous() : bd, out);
+    if (K == 0) bias.defined() ? detail::copy_into_new(out, bias.detach()) : detail::fill_new(out, 0.0);
+    else
+      linear_stub(x.device(), x.detach().reshape({M, K}), w.detach(), bias.defined() ? bias.detach().contiguous() : bias,
+                  out);
   }
   Tensor y = out.view(so);
-  // The gradients matmul(x, w^T) + bias would get, from the same ops.
-  autograd::record("matmul", {xd, wd, bd}, y, [x = xd.detach(), w = wd.detach(), has_bias = bd.defined()](const Tensor& g) {
-    Tensor gx, gw, gb;
-    if (autograd::needs_input_grad(0)) gx = matmul(g, w);
-    if (autograd::needs_input_grad(1)) gw = sum_to(matmul(x.transpose(-1, -2), g), {w.size(1), w.size(0)}).transpose(0, 1);
-    if (has_bias && autograd::needs_input_grad(2)) gb = sum_to(g, {w.size(0)});
-    return TensorList{gx, gw, gb};
-  });
+  // The gradients matmul(x, w^T) + bias would get, each from one GEMM over all M rows. The
+  // node keeps the name matmul that graphs and messages have always shown for it.
+  autograd::record("matmul", {x, w, bias}, y,
+                   [x_saved = SavedTensor::input(x, 0), w_saved = SavedTensor::input(w, 1), M, K, N,
+                    has_bias = bias.defined()](const Tensor& g) {
+                     const Tensor &x = x_saved.unpack(), &w = w_saved.unpack();
+                     Tensor gx, gw, gb;
+                     if (autograd::needs_input_grad(0)) gx = matmul(g, w);
+                     if (autograd::needs_input_grad(1))
+                       gw = matmul(g.reshape({M, N}).transpose(0, 1), x.reshape({M, K}));
+                     if (has_bias && autograd::needs_input_grad(2)) gb = sum_to(g, {N});
+                     return TensorList{gx, gw, gb};
+                   });
   return y;
 }
 

@@ -82,7 +82,9 @@ Tensor extreme(const char* name, ReduceOp op, const Tensor& x, const std::vector
   auto r = reduced_axes(x, axes, name);
   Tensor k = reduce_raw(op, x, r, name);
   Tensor y = keepdim ? k : k.detach().view(dropped_shape(x, r));
-  autograd::record(name, {x}, y, [x = x.detach(), k = k.detach(), r](const Tensor& g) {
+  autograd::record(name, {x}, y,
+                   [x_saved = SavedTensor::input(x, 0), k_saved = SavedTensor::output(k), r](const Tensor& g) {
+    const Tensor &x = x_saved.unpack(), &k = k_saved.unpack();
     Tensor hit = where(eq(x, k), ones_like(x), zeros_like(x));
     std::vector<int64_t> ax;
     for (size_t i = 0; i < r.size(); ++i)

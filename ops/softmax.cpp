@@ -32,7 +32,8 @@ Tensor softmax_impl(const char* name, bool log, const Tensor& x0, int64_t axis) 
   Tensor y3 = empty(s3, {x.dtype(), x.device()});
   if (y3.numel()) softmax_stub(x.device(), x.detach().contiguous().view(s3), y3, log);
   Tensor y = y3.view(x.shape());
-  autograd::record(name, {x}, y, [y3, log, shape = x.shape()](const Tensor& g) {
+  autograd::record(name, {x}, y, [y_saved = SavedTensor::output(y3), log, shape = x.shape()](const Tensor& g) {
+    const Tensor& y3 = y_saved.unpack();
     Tensor gx = empty(y3.shape(), {y3.dtype(), y3.device()});
     if (gx.numel())
       softmax_backward_stub(y3.device(), g.to(y3.dtype()).contiguous().view(y3.shape()), y3, gx, log);

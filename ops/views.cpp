@@ -235,7 +235,7 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
   Tensor y = empty(shape(), {dtype(), device()});
-  copy_(y, *this);
+  detail::copy_into_new(y, *this);
   autograd::record("clone", {*this}, y, [](const Tensor& g) { return TensorList{g}; });
   return y;
 }
@@ -247,7 +247,7 @@ Tensor Tensor::to(Device d, DType dt) const {
   if (d == device() && dt == dtype()) return *this;
   HG_CHECK(!requires_grad() || is_floating(dt), "to: cannot cast a tensor that requires grad to ", dtype_name(dt));
   Tensor y = empty(shape(), {dt, d});
-  copy_(y, *this);
+  detail::copy_into_new(y, *this);
   // The Cast node: its backward brings the gradient back to the source dtype and device.
   autograd::record(
       "Cast", {*this}, y, [sd = dtype(), sdev = device()](const Tensor& g) { return TensorList{g.to(sdev, sd)}; },

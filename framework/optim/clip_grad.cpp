@@ -92,6 +92,7 @@ void map_grads(const std::vector<Tensor>& grads, const char* op, F f, D on_devic
                                  }
                                });
     });
+    g.bump_version();
   }
 }
 

@@ -200,6 +200,7 @@ void Optimizer::step_impl(const Tensor& found_inf) {
     update(pc, gc, st, groups_[g].lr.value_or(default_lr_), groups_[g].weight_decay.value_or(default_weight_decay_),
            clock);
     if (!pc.is_same(p)) copy_(p, pc);
+    else p.bump_version();  // the kernel wrote p in place: graphs that saved it must not reuse it
     if (p.device().is_cuda()) count_step_stub(p.device(), clock.device_count, clock.skip_if);
   }
 }

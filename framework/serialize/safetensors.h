@@ -24,7 +24,8 @@ SafetensorsFile load_safetensors(const std::string& path);
 // Short names for files without metadata.
 void save(const std::string& path, const StateDict& tensors);
 StateDict load(const std::string& path);
-// Without this, a string literal would pick dtype.h's generic load<T>(T), an exact match.
+// Without this, a string literal would pick dtype.h's generic load<T>(T), an exact match
+// (load_path.h does the same for std::filesystem::path).
 inline StateDict load(const char* path) { return load(std::string(path)); }
 
 }  // namespace hg

@@ -93,6 +93,17 @@ TEST_CASE("hg::save and hg::load are the short names for files without metadata"
   CHECK(load_safetensors(dir / "w.safetensors").metadata.empty());
 }
 
+TEST_CASE("hg::load of a std::filesystem::path reads the file", "[safetensors]") {
+  TempDir dir;
+  const std::filesystem::path path = std::filesystem::path(dir.path) / "p.safetensors";
+  save(path, {{"w", tensor({0.5, 3.0})}});
+  // It used to bind to dtype.h's element load<T>(T) and hand the path back.
+  static_assert(std::is_same_v<decltype(load(path)), StateDict>);
+  StateDict sd = load(path);
+  REQUIRE(sd.count("w") == 1);
+  CHECK(sd.at("w").to_vector<double>() == std::vector<double>{0.5, 3.0});
+}
+
 TEST_CASE("views are written as their values: transposed, strided, offset, expanded", "[safetensors]") {
   TempDir dir;
   Tensor base = arange(0, 12, 1, {f32}).view({3, 4});  // base[i][j] = 4i + j

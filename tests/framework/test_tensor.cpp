@@ -158,3 +158,24 @@ TEST_CASE("using an undefined tensor is an error, not a crash", "[tensor][errors
   CHECK_THROWS_WITH(x.grad().dtype(), Catch::Contains("never computed"));  // no backward yet
   CHECK_THROWS_AS(exp(t), hg::Error);
 }
+
+TEST_CASE("data<T>() checks T against the tensor's dtype", "[tensor][errors]") {
+  Tensor t = tensor({1.5, 2.5});
+  CHECK(t.data<float>()[1] == 2.5f);
+  CHECK_THROWS_WITH(t.data<double>(), Catch::Contains("data<f64>()") && Catch::Contains("holds f32"));
+  CHECK_THROWS_WITH(t.data<int64_t>(), Catch::Contains("holds f32"));
+  CHECK_THROWS_WITH(Tensor().data<float>(), Catch::Contains("undefined"));
+}
+
+TEST_CASE("from_data keeps the dtype of its values unless one is given", "[tensor]") {
+  Tensor i = from_data<int64_t>({1, 2, 3}, {3});
+  CHECK(i.dtype() == i64);
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
+  CHECK(from_data<int64_t>({(int64_t{1} << 60) + 1}, {1}).item<int64_t>() == (int64_t{1} << 60) + 1);  // not via f32
+  CHECK(from_data<double>({0.1}, {1}).dtype() == f64);
+  CHECK(from_data<double>({0.1}, {1}).item<double>() == 0.1);
+  CHECK(from_data<half>({half(1.0f)}, {1}).dtype() == f16);
+  CHECK(from_data<int64_t>({1, 2}, {2}, {.requires_grad = false}).dtype() == i64);
+  CHECK(from_data<int64_t>({1, 2}, {2}, {f32}).dtype() == f32);
+  CHECK(from_vector({1, 2}, {2}).dtype() == f32);  // from_vector and tensor() keep f32 as the default
+}

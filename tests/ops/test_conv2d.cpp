@@ -312,10 +312,15 @@ TEST_CASE("f16 convolution accumulates in f32 and overflows only on the rounded 
   CHECK(std::isnan(conv2d(from_vector({NAN, 1, 1}, {1, 1, 1, 3}, {f16}), w).item<double>()));
 }
 
-TEST_CASE("conv2d promotes mixed dtypes to the wider one", "[conv2d][dtype]") {
-  CHECK(conv2d(ones({1, 3, 3, 2}, {f16}), ones({1, 1, 1, 2}, {f32})).dtype() == f32);
-  CHECK(conv2d(ones({1, 3, 3, 2}, {f16}), ones({1, 1, 1, 2}, {bf16})).dtype() == f32);
-  CHECK(conv_transpose2d(ones({1, 3, 3, 2}, {bf16}), ones({2, 1, 1, 1}, {bf16}), ones({1}, {f64})).dtype() == f64);
+TEST_CASE("conv2d refuses mixed dtypes outside autocast and follows the policy inside", "[conv2d][dtype]") {
+  CHECK_THROWS_WITH(conv2d(ones({1, 3, 3, 2}, {f16}), ones({1, 1, 1, 2}, {f32})),
+                    Catch::Contains("conv2d: expected both operands to have the same dtype, got f16 and f32") &&
+                        Catch::Contains("weight f32[1, 1, 1, 2]"));
+  CHECK_THROWS_WITH(conv2d(ones({1, 3, 3, 2}, {f16}), ones({1, 1, 1, 2}, {bf16})), Catch::Contains("got f16 and bf16"));
+  CHECK_THROWS_WITH(conv_transpose2d(ones({1, 3, 3, 2}, {bf16}), ones({2, 1, 1, 1}, {bf16}), ones({1}, {f64})),
+                    Catch::Contains("conv_transpose2d: expected all operands to have the same dtype, got bf16, bf16 and f64"));
+  amp::Autocast ac(f16);
+  CHECK(conv2d(ones({1, 3, 3, 2}, {f16}), ones({1, 1, 1, 2}, {f32}), ones({1}, {f32})).dtype() == f16);
 }
 
 TEST_CASE("conv2d and conv_transpose2d errors name the op, the shapes and what is valid", "[conv2d][errors]") {
@@ -357,7 +362,7 @@ TEST_CASE("conv2d and conv_transpose2d errors name the op, the shapes and what i
 
 TEST_CASE("empty batches give empty outputs and zero channels give zeros", "[conv2d]") {
   Tensor w = rnd({4, 3, 3, 2}, 1).set_requires_grad();
-  Tensor y = conv2d(zeros({0, 5, 5, 2}), w, {}, opts({1, 1}, {1, 1}, {1, 1}));
+  Tensor y = conv2d(zeros({0, 5, 5, 2}, {f64}), w, {}, opts({1, 1}, {1, 1}, {1, 1}));
   CHECK(y.shape() == Shape{0, 5, 5, 4});
   sum(y).backward();
   CHECK(allclose(w.grad(), zeros({4, 3, 3, 2}, {f64})));

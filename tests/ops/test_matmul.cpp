@@ -79,3 +79,45 @@ TEST_CASE("linear adds its bias in the f32 sum and rounds once", "[matmul][numer
   const Tensor xb = from_vector({256, 0.5}, {1, 2}, {bf16}), wb = from_vector({1, 1}, {1, 2}, {bf16});
   CHECK(linear(xb, wb, from_vector({-256}, {1}, {bf16})).item<double>() == 0.5);
 }
+
+TEST_CASE("linear adds the bias before the one rounding for 1-D, 2-D and 3-D inputs", "[matmul][linear][numerics]") {
+  // x·w = 1024 + 0.25 = 1024.25 in f32; rounded first it is 1024 (the spacing there is 1 in
+  // f16, 8 in bf16), and 1024 + (-1024) = 0. Added before the rounding, the bias leaves 0.25.
+  const double want = 0.25;
+  for (DType dt : {f16, bf16}) {
+    Tensor w = from_vector({1, 1}, {1, 2}, {dt}), bias = from_vector({-1024}, {1}, {dt});
+    Tensor x1 = from_vector({1024, 0.25}, {2}, {dt});
+    Tensor y1 = linear(x1, w, bias);
+    CHECK(y1.shape() == Shape{1});
+    CHECK(y1.item<double>() == want);
+    CHECK(linear(x1.view({1, 2}), w, bias).item<double>() == want);
+    Tensor y3 = linear(x1.view({1, 1, 2}).expand({2, 3, 2}), w, bias);
+    CHECK(y3.shape() == Shape{2, 3, 1});
+    CHECK(y3.to_vector<double>() == std::vector<double>(6, want));
+  }
+}
+
+TEST_CASE("linear gradcheck on 1-D and 3-D inputs", "[matmul][linear][gradcheck]") {
+  Generator g(10);
+  Tensor w = randn({2, 4}, {f64}, &g).set_requires_grad(), bias = randn({2}, {f64}, &g).set_requires_grad();
+  for (Shape s : {Shape{4}, Shape{2, 3, 4}}) {
+    Tensor x = randn(s, {f64}, &g).set_requires_grad();
+    CHECK(gradcheck([](const TensorList& t) { return linear(t[0], t[1], t[2]); }, {x, w, bias}));
+    CHECK(gradcheck([](const TensorList& t) { return linear(t[0], t[1]); }, {x, w}));
+  }
+}
+
+TEST_CASE("matmul and linear refuse mixed dtypes outside autocast and follow the policy inside", "[matmul][dtype]") {
+  const auto same_dtype = Catch::Contains("expected both operands to have the same dtype, got f16 and f32");
+  CHECK_THROWS_WITH(matmul(ones({2, 3}, {f16}), ones({3, 2})), same_dtype && Catch::Contains("matmul"));
+  CHECK_THROWS_WITH(matmul(ones({3}, {f16}), ones({3, 2}, {bf16})), Catch::Contains("got f16 and bf16"));
+  CHECK_THROWS_WITH(linear(ones({2, 3}, {f16}), ones({4, 3})), same_dtype && Catch::Contains("linear"));
+  CHECK_THROWS_WITH(linear(ones({3}, {f16}), ones({4, 3}, {f16}), zeros({4})),
+                    Catch::Contains("linear: expected all operands to have the same dtype, got f16, f16 and f32") &&
+                        Catch::Contains("bias f32[4]"));
+  {
+    amp::Autocast ac(f16);
+    CHECK(matmul(ones({2, 3}, {f16}), ones({3, 2})).dtype() == f16);
+    CHECK(linear(ones({2, 3}), ones({4, 3}, {f16}), zeros({4})).dtype() == f16);
+  }
+}
