@@ -98,3 +98,24 @@ TEST_CASE("under autocast attention multiplies in f16 and normalises in f32", "[
   CHECK(attention_weights(q, q).dtype() == f32);
   CHECK(scaled_dot_product_attention(q, q, q).dtype() == f16);
 }
+
+TEST_CASE("f16 and bf16 attention stay within a few roundings of the f64 result of the rounded inputs",
+          "[attention][numerics]") {
+  for (DType dt : {f16, bf16}) {
+    INFO(dtype_name(dt));
+    Generator g(6);
+    const int64_t L = 6, E = 8, F = 4;
+    Tensor q = uniform({L, E}, -2, 2, {dt}, &g), k = uniform({L, E}, -2, 2, {dt}, &g), v = uniform({L, F}, -2, 2, {dt}, &g);
+    AttentionOptions o;
+    o.causal = true;
+    Tensor y = scaled_dot_product_attention(q, k, v, o);
+    CHECK(y.dtype() == dt);
+    // The chain rounds four times (scaled q, logits, weights, output), each by at most
+    // half an ulp: 2^-11 (f16) or 2^-8 (bf16) relative, on values of size <= ~2 -> x8 margin.
+    const double u = dt == f16 ? 0x1p-11 : 0x1p-8;
+    const std::vector<double> want = attention_ref(q.to_vector<double>(), k.to_vector<double>(), v.to_vector<double>(),
+                                                   L, L, E, F, true);
+    const std::vector<double> got = y.to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(8 * u * 4));
+  }
+}
