@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ std::string read_corpus(const std::filesystem::path& root) {
   std::string text;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + f.string());
     std::ostringstream ss;
     ss << in.rdbuf();
     text += ss.str();
@@ -167,6 +169,11 @@ int main(int argc, char** argv) {
     text = read_corpus(source);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "char_lm: cannot read README.md and docs/*.md under %s: %s\n", source.c_str(), e.what());
+    return 2;
+  }
+  if (text.size() < 1000) {
+    std::fprintf(stderr, "char_lm: only %zu characters of text under %s; need at least 1000\n", text.size(),
+                 source.c_str());
     return 2;
   }
   std::vector<int> code(256, -1);

@@ -120,3 +120,12 @@ TEST_CASE("ModuleList, Flatten, Dropout2d and AdaptiveAvgPool2d", "[nn][layers]"
   CHECK(gradcheck([](const TensorList& in) { return nn::AdaptiveAvgPool2d(3, 2)(in[0]); }, {il}));
   CHECK_THROWS_WITH(nn::AdaptiveAvgPool2d(2)(zeros({4, 4})), Catch::Contains("expected NHWC input"));
 }
+
+TEST_CASE("MultiheadAttention passes gradcheck through its input", "[nn][transformer][autograd]") {
+  manual_seed(7);
+  nn::MultiheadAttention mha(4, 2, {.causal = true});
+  mha.to(f64);
+  Generator g(8);
+  Tensor x = randn({1, 3, 4}, {f64}, &g).set_requires_grad();
+  CHECK(gradcheck([&](const TensorList& in) { return mha(in[0]); }, {x}));
+}
