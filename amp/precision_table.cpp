@@ -43,6 +43,19 @@ const std::vector<OpPrecision>& precision_table() {
       {"dropout", P::follow, "masks and scales"},
       {"pad", P::follow, "copies"},
       {"views", P::follow, "reshape, permute, slice, expand: no arithmetic"},
+      {"bmm", P::lower, "a batched matmul"},
+      {"scaled_dot_product_attention", P::lower,
+       "q kᵀ and the product with v run in the compute dtype; the softmax between them is f32"},
+      {"layer_norm", P::fp32, "mean and variance over a row need f32: an offset of 1000 leaves f16 no digits for the spread"},
+      {"gelu_tanh", P::follow, "computed in f32 and rounded once"},
+      {"index_select", P::follow, "copies rows: exact"},
+      {"gather", P::follow, "copies elements: exact"},
+      {"embedding", P::follow, "copies rows of the weight: exact (the backward sums repeats in f32)"},
+      {"sort", P::follow, "reorders values: exact"},
+      {"topk", P::follow, "selects values: exact"},
+      {"masked_fill", P::follow, "copies, the fill value rounds once into the input's dtype"},
+      {"tril", P::follow, "copies or zeroes"},
+      {"triu", P::follow, "copies or zeroes"},
   };
   return t;
 }

@@ -51,6 +51,18 @@ TEST_CASE("each op obeys its row of the precision table under autocast", "[preci
       {"dropout", [&] { return dropout(h, 0.5, true); }},
       {"pad", [&] { return pad(h, {1, 0}, {0, 1}); }},
       {"views", [&] { return h.transpose(0, 1).reshape({12}); }},
+      {"bmm", [&] { return bmm(m.unsqueeze(0), m.transpose(0, 1).unsqueeze(0)); }},
+      {"scaled_dot_product_attention", [&] { return scaled_dot_product_attention(m, m, m); }},
+      {"layer_norm", [&] { return layer_norm(h, {4}); }},
+      {"gelu_tanh", [&] { return gelu_tanh(h); }},
+      {"index_select", [&] { return index_select(h, 0, tensor({0, 2}, {i64})); }},
+      {"gather", [&] { return gather(h, 1, zeros({3, 2}, {i64})); }},
+      {"embedding", [&] { return embedding(h, tensor({0, 2}, {i64})); }},
+      {"sort", [&] { return sort(h).values; }},
+      {"topk", [&] { return topk(h, 2).values; }},
+      {"masked_fill", [&] { return masked_fill(h, h > 0.0, 0); }},
+      {"tril", [&] { return tril(h); }},
+      {"triu", [&] { return triu(h); }},
   };
   for (DType low : {f16, bf16}) {
     amp::Autocast ac(low);
