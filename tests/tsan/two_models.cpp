@@ -60,6 +60,7 @@ ThreadRun train(nn::Module& model, Generator& gen, const Tensor& teacher, bool i
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
+  while (churn == 0) std::this_thread::yield();  // training starts once the churn has
   optim::Adam opt(model.named_parameters(), optim::AdamOptions{.lr = 1e-2});
   // A high first scale with a short growth interval: some steps overflow and are skipped.
   amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 0x1p24, .growth_interval = 4});
