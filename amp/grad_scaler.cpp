@@ -29,17 +29,6 @@ namespace {
 std::mutex g_mu;
 std::vector<GradScaler*> g_scalers;
 
-void refuse_scaled_clipping(const std::vector<Tensor>& params) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const GradScaler* s : g_scalers)
-    for (const Tensor& p : params)
-      if (p.defined() && p.grad().defined() && s->holds_scaled_grad(p))
-        throw Error(detail::concat(
-            "clipping gradients that are still multiplied by the loss scale S = ", s->get_scale(),
-            " (parameter '", p.name(), "'): the threshold would apply to S x grad and the step would be silently ~S "
-            "times too small. Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
-}
-
 // The leaves a loss depends on: the AccumulateGrad nodes its graph reaches (iteratively).
 std::vector<std::shared_ptr<TensorImpl>> leaves_reached(const Tensor& loss) {
   std::vector<std::shared_ptr<TensorImpl>> leaves;
@@ -91,6 +80,22 @@ void check_tracker(const StateDict& sd, const std::string& key, int64_t lo, int6
 }
 
 }  // namespace
+
+void GradScaler::refuse_scaled_clipping(const std::vector<Tensor>& params) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const GradScaler* s : g_scalers) {
+    std::lock_guard<std::mutex> own(s->scaled_mu_);
+    for (const Tensor& p : params) {
+      if (!p.defined() || !p.grad().defined()) continue;
+      auto it = s->scaled_.find(p.impl());
+      if (it == s->scaled_.end() || it->second.expired()) continue;
+      throw Error(detail::concat(
+          "clipping gradients that are still multiplied by the loss scale S = ", s->scaled_at_.item<double>(),
+          " (parameter '", p.name(), "'): the threshold would apply to S x grad and the step would be silently ~S "
+          "times too small. Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
+    }
+  }
+}
 
 void hand_over_scaled_grad(const Tensor& from, const Tensor& to) {
   if (!from.defined() || !to.defined() || from.is_same(to)) return;
@@ -147,7 +152,7 @@ GradScaler::GradScaler(GradScalerOptions o, Device device) : opt_(o), device_(de
   hysteresis_tracker_ = full({}, static_cast<double>(o.hysteresis), {i64, device});
   std::lock_guard<std::mutex> lock(g_mu);
   g_scalers.push_back(this);
-  optim::set_clip_guard(&refuse_scaled_clipping);
+  optim::set_clip_guard(&GradScaler::refuse_scaled_clipping);
 }
 
 GradScaler::~GradScaler() {
@@ -169,8 +174,14 @@ Tensor GradScaler::scale(const Tensor& loss) {
   }
   autograd::record("scale_loss", {l32}, y, [s = scale_](const Tensor& g) { return TensorList{g * s}; });
   const std::vector<std::shared_ptr<TensorImpl>> leaves = leaves_reached(y);
+  Tensor at;
+  {
+    NoGrad ng;
+    at = scale_.clone();
+  }
   std::lock_guard<std::mutex> lock(scaled_mu_);
   for (const auto& leaf : leaves) scaled_[leaf.get()] = leaf;
+  scaled_at_ = at;
   return y;
 }
 

@@ -103,6 +103,9 @@ class GradScaler {
   };
   friend void hand_over_scaled_grad(const Tensor& from, const Tensor& to);
   void forget_scaled(optim::Optimizer& opt);
+  // The clipping guard installed while any scaler lives: refuses the parameters whose
+  // gradients some live scaler holds scaled.
+  static void refuse_scaled_clipping(const std::vector<Tensor>& params);
 
   GradScalerOptions opt_;
   Device device_;
@@ -113,6 +116,7 @@ class GradScaler {
   // threads read it through the clipping guard, hence the lock.
   mutable std::mutex scaled_mu_;
   std::unordered_map<const TensorImpl*, std::weak_ptr<TensorImpl>> scaled_;
+  Tensor scaled_at_;  // a copy of the scale they carry, for the guard's message (update() changes scale_)
 };
 
 // Tells every scaler holding `from`'s gradient as scaled that `to` now holds that

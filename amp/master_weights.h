@@ -18,7 +18,8 @@ void cast_model(nn::Module& model, DType dtype, bool keep_batchnorm_f32 = true);
 class MasterWeights {
  public:
   // Takes model.named_parameters(); f16/bf16 ones get an f32 master copy, f32 ones are
-  // their own masters.
+  // their own masters. The copies are made here: when resuming, load the model before
+  // building this, or (for a bit-exact resume) load this one's state_dict afterwards.
   explicit MasterWeights(std::vector<std::pair<std::string, Tensor>> model_params);
 
   // What the optimizer is built on: f32 leaves named like the model's parameters.
