@@ -7,9 +7,12 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "amp/autocast.h"
 #include "amp/master_weights.h"
+#include "framework/generator.h"
+#include "ops/copy.h"
 #include "ops/elementwise.h"
 
 namespace hg::amp {
@@ -37,39 +40,38 @@ double relative_error(const Tensor& a, const Tensor& ref) {
 }
 
 Pass run_pass(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy, double scale) {
-  Pass pass;
-  std::map<const nn::Module*, bool> ours;
-  for (auto& [path, m] : model.named_modules()) ours[m] = true;
-  const int64_t id = nn::add_output_observer([&](nn::Module& m, const Tensor& y) {
-    if (!ours.count(&m) || !y.defined() || !is_floating(y.dtype())) return;
+  // Shared with the observer: a forward in another thread may still hold a copy of it.
+  auto pass = std::make_shared<Pass>();
+  nn::ObserverHandle handle = model.add_output_observer([pass](nn::Module& m, const Tensor& y) {
+    if (!y.defined() || !is_floating(y.dtype())) return;
     NoGrad ng;
-    pass.outputs.emplace_back(&m, y.detach().to(f64));
-    pass.dtypes.push_back(y.dtype());
+    pass->outputs.emplace_back(&m, y.detach().to(f64));
+    pass->dtypes.push_back(y.dtype());
   });
-  try {
-    model.zero_grad();
-    Tensor x = input.to(policy.params == f32 ? input.dtype() : policy.params);
-    Tensor loss;
-    {
-      std::optional<Autocast> ac;
-      if (policy.compute != policy.params) ac.emplace(policy.compute);
-      Tensor out = model(x);
-      if (out.dtype() != policy.output) out = out.to(policy.output);
-      loss = loss_fn(out);
-    }
-    HG_CHECK(loss.numel() == 1, "compare: the loss function must return one value, got shape ", shape_str(loss.shape()));
-    pass.loss = loss.item<double>();
-    (scale != 1.0 ? mul(loss.to(f32), scale) : loss).backward();
-    NoGrad ng;
-    for (auto& [name, p] : model.named_parameters())
-      if (p.grad().defined()) pass.grads[name] = div(p.grad().to(f64), scale);
-  } catch (...) {
-    nn::remove_output_observer(id);
-    throw;
+  model.zero_grad();
+  Tensor x = input.to(policy.params == f32 ? input.dtype() : policy.params);
+  Tensor loss;
+  {
+    std::optional<Autocast> ac;
+    if (policy.compute != policy.params) ac.emplace(policy.compute);
+    Tensor out = model(x);
+    if (out.dtype() != policy.output) out = out.to(policy.output);
+    loss = loss_fn(out);
   }
-  nn::remove_output_observer(id);
-  return pass;
+  handle.reset();
+  HG_CHECK(loss.numel() == 1, "compare: the loss function must return one value, got shape ", shape_str(loss.shape()));
+  pass->loss = loss.item<double>();
+  (scale != 1.0 ? mul(loss.to(f32), scale) : loss).backward();
+  NoGrad ng;
+  for (auto& [name, p] : model.named_parameters())
+    if (p.grad().defined()) pass->grads[name] = div(p.grad().to(f64), scale);
+  return std::move(*pass);
 }
+
+// bf16 keeps 8 significant bits to f16's 11: its unit roundoff 2^-8 is 8 times f16's
+// 2^-11, and so is the error a healthy bf16 layer shows. Wider outputs carry the error
+// of the reduced-precision layers before them and are held to the f16 threshold.
+double threshold_for(DType dtype, double f16_threshold) { return dtype == bf16 ? 8.0 * f16_threshold : f16_threshold; }
 
 std::string fmt(double v) {
   if (v < 0) return "-";
@@ -89,19 +91,38 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
   for (auto& [name, p] : model.named_parameters())
     HG_CHECK(p.dtype() == f32, "compare: the model's parameters must be f32 (the reference pass), but '", name, "' is ",
              dtype_name(p.dtype()));
-  // Everything the passes change, to put back afterwards.
+  // Everything the passes change, to put back afterwards: values and dtypes of the
+  // parameters and buffers, gradients, the default generator's state (dropout draws),
+  // and each module's mode and precision (which the passes use as the user set them).
+  const StateDict originals = model.state_dict();  // aliases: the tensors' own storage, shape and dtype
   StateDict saved;
   std::map<std::string, Tensor> saved_grads;
   {
     NoGrad ng;
-    for (auto& [k, v] : model.state_dict()) saved[k] = v.clone();
+    for (auto& [k, v] : originals) saved[k] = v.clone();
     for (auto& [name, p] : model.named_parameters())
       if (p.grad().defined()) saved_grads[name] = p.grad().clone();
   }
+  Generator& gen = default_generator();
+  const uint64_t gen_seed = gen.seed(), gen_draws = gen.draws();
+  std::vector<std::tuple<nn::Module*, bool, std::optional<DType>>> modes;
+  for (auto& [path, m] : model.named_modules()) modes.emplace_back(m, m->is_training(), m->precision());
+  // Back to the saved state, in the original storage (handles, views and tied weights
+  // stay valid); both passes start from it, so they draw the same dropout masks and see
+  // the same running statistics.
+  auto reset = [&] {
+    NoGrad ng;
+    for (auto& [name, t] : model.named_parameters()) t.set_data(originals.at(name));
+    for (auto& [name, t] : model.named_buffers()) t.set_data(originals.at(name));
+    for (auto& [name, t] : originals) copy_(t, saved.at(name));
+    for (auto& [m, training, precision] : modes) {
+      m->train(training);
+      m->set_precision(precision);
+    }
+    gen.set_state(gen_seed, gen_draws);
+  };
   auto restore = [&] {
-    model.to(f32);
-    model.load_state_dict(saved);
-    model.zero_grad();
+    reset();
     for (auto& [name, p] : model.named_parameters())
       if (saved_grads.count(name)) p.set_grad(saved_grads[name]);
   };
@@ -117,14 +138,14 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
     return true;
   };
   try {
+    reset();
     ref = run_pass(model, input, loss_fn, Policy{}, 1.0);
     // As a dynamic scaler would: halve the scale while the gradients overflow (a
     // non-finite loss cannot be fixed by any scale).
     const bool uses_f16 = policy.params == f16 || policy.compute == f16;
     double scale = uses_f16 ? options.loss_scale : 1.0;
     for (;;) {
-      model.to(f32);
-      model.load_state_dict(saved);  // BatchNorm's running statistics moved
+      reset();
       if (policy.params != f32) cast_model(model, policy.params, policy.keep_batchnorm_f32);
       low = run_pass(model, input, loss_fn, policy, scale);
       if (!uses_f16 || scale <= 1.0 || !std::isfinite(low.loss) || grads_finite(low)) break;
@@ -143,7 +164,6 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
   c.loss_policy = low.loss;
   std::map<const nn::Module*, std::string> paths;
   for (auto& [path, m] : model.named_modules()) paths[m] = path;
-  std::map<const nn::Module*, DType> low_dtype;
   for (size_t i = 0; i < ref.outputs.size(); ++i) {
     nn::Module* m = ref.outputs[i].first;
     ModuleComparison mc;
@@ -159,15 +179,16 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
                                              : std::numeric_limits<double>::infinity();
       mc.grad_error = std::max(mc.grad_error, e);
     }
-    mc.exceeds = mc.activation_error > options.threshold || mc.grad_error > options.threshold;
+    mc.threshold = threshold_for(mc.dtype, options.threshold);
+    mc.exceeds = mc.activation_error > mc.threshold || mc.grad_error > mc.threshold;
     c.modules.push_back(mc);
   }
   // Output errors flow forward, gradient errors backward: the origin is the first
   // module whose output diverges, else the last one whose weight gradients do.
   for (size_t i = 0; i < c.modules.size() && !c.first_exceeding; ++i)
-    if (c.modules[i].activation_error > options.threshold) c.first_exceeding = i;
+    if (c.modules[i].activation_error > c.modules[i].threshold) c.first_exceeding = i;
   for (size_t i = c.modules.size(); i-- > 0 && !c.first_exceeding;)
-    if (c.modules[i].grad_error > options.threshold) c.first_exceeding = i;
+    if (c.modules[i].grad_error > c.modules[i].threshold) c.first_exceeding = i;
   return c;
 }
 
@@ -188,8 +209,8 @@ std::string Comparison::table() const {
   }
   if (first_exceeding) {
     const ModuleComparison& m = modules[*first_exceeding];
-    os << "first module over the threshold " << threshold << ": " << (m.module.empty() ? "(model)" : m.module)
-       << (m.activation_error > threshold ? " (its output; later modules inherit the error)"
+    os << "first module over the threshold " << m.threshold << ": " << (m.module.empty() ? "(model)" : m.module)
+       << (m.activation_error > m.threshold ? " (its output; later modules inherit the error)"
                                           : " (its weight gradients; backward reaches it first)")
        << "\n";
   }
@@ -211,6 +232,7 @@ std::string Comparison::json() const {
     os << (i ? "," : "") << "{\"module\":\"" << m.module << "\",\"type\":\"" << m.type
        << "\",\"output_error\":" << num(m.activation_error)
        << ",\"grad_error\":" << (m.grad_error < 0 ? std::string("null") : num(m.grad_error))
+       << ",\"threshold\":" << m.threshold
        << ",\"exceeds\":" << (m.exceeds ? "true" : "false") << "}";
   }
   os << "]}";

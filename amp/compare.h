@@ -14,7 +14,9 @@
 namespace hg::amp {
 
 struct CompareOptions {
-  double threshold = 1e-2;  // relative error that counts as a divergence
+  // Relative error that counts as a divergence for a module whose output is f16 (or
+  // f32/f64); bf16 outputs are held to 8x this, the ratio of the unit roundoffs.
+  double threshold = 1e-2;
   // The reduced-precision backward runs on loss * scale when the policy uses f16, the
   // gradients divided by it before comparing. Like a dynamic GradScaler, the scale
   // starts here and halves (down to 1) while the gradients are not finite.
@@ -27,6 +29,7 @@ struct ModuleComparison {
   DType dtype = f32;   // dtype of the module's output under the policy
   double activation_error = 0;  // ||a - a_f32|| / ||a_f32||; inf when a is not finite
   double grad_error = -1;       // worst over the module's own parameters; -1: it has none
+  double threshold = 0;         // what its errors are held to (per its dtype, see CompareOptions)
   bool exceeds = false;
 };
 
@@ -38,16 +41,18 @@ struct Comparison {
   // Where the divergence starts (index into modules): the first module whose output
   // error exceeds the threshold; if none does, the last whose gradient error does.
   std::optional<size_t> first_exceeding;
-  double threshold = 0;
+  double threshold = 0;  // CompareOptions::threshold (for f16)
   std::string table() const;  // a readable table, the first divergence marked
   std::string json() const;
 };
 
 using LossFn = std::function<Tensor(const Tensor& output)>;
 
-// Runs forward and backward twice (f32, then `policy`) from the same state; the model's
-// parameters, buffers, gradients and dtypes are restored afterwards. A model with
-// dropout should be in eval() mode (the two passes would draw different masks).
+// Runs forward and backward twice (f32, then `policy`) from the same state, with the
+// model as the user set it (train/eval, per-module precision); both passes start from
+// the same default-generator state, so a model in train() mode draws the same dropout
+// masks in both. The parameters, buffers (values, dtypes and storage), gradients, the
+// modules' modes and precisions and the generator state are restored afterwards.
 Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy,
                    CompareOptions options = {});
 

@@ -44,7 +44,7 @@ Fp32Fallback::Fp32Fallback(nn::Module& model, FallbackOptions options) : state_(
     state_->by_path[path] = m;
   }
   std::weak_ptr<State> weak = state_;
-  observer_id_ = nn::add_output_observer([weak](nn::Module& m, const Tensor& y) {
+  observer_ = model.add_output_observer([weak](nn::Module& m, const Tensor& y) {
     auto st = weak.lock();
     if (!st || !st->checking || !y.defined()) return;
     if (!st->paths.count(&m) || (y.dtype() != f16 && y.dtype() != bf16)) return;
@@ -52,7 +52,6 @@ Fp32Fallback::Fp32Fallback(nn::Module& model, FallbackOptions options) : state_(
   });
 }
 
-Fp32Fallback::~Fp32Fallback() { nn::remove_output_observer(observer_id_); }
 
 void Fp32Fallback::begin_step(int64_t step) {
   State& st = *state_;

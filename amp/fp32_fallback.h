@@ -41,7 +41,6 @@ struct FallbackEvent {
 class Fp32Fallback {
  public:
   explicit Fp32Fallback(nn::Module& model, FallbackOptions options = {});
-  ~Fp32Fallback();
   Fp32Fallback(const Fp32Fallback&) = delete;
   Fp32Fallback& operator=(const Fp32Fallback&) = delete;
 
@@ -62,7 +61,7 @@ class Fp32Fallback {
 
  private:
   std::shared_ptr<State> state_;
-  int64_t observer_id_ = 0;
+  nn::ObserverHandle observer_;  // after state_: removed before the state goes
 };
 
 }  // namespace hg::amp

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <unordered_set>
 
 #include "framework/autograd.h"
 #include "framework/optim/clip_grad.h"
@@ -23,22 +24,88 @@ namespace hg::amp {
 
 namespace {
 
-// Live scalers, for the clip guard (a process usually has one or two).
+// Live scalers, for the clip guard (a process usually has one or two). Lock order:
+// g_mu, then a scaler's own lock.
 std::mutex g_mu;
-std::vector<const GradScaler*> g_scalers;
+std::vector<GradScaler*> g_scalers;
 
-void refuse_scaled_clipping(const std::vector<Tensor>& params) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const GradScaler* s : g_scalers)
-    for (const Tensor& p : params)
-      if (p.defined() && p.grad().defined() && s->holds_scaled_grad(p))
-        throw Error(detail::concat(
-            "clipping gradients that are still multiplied by the loss scale S = ", s->get_scale(),
-            " (parameter '", p.name(), "'): the threshold would apply to S x grad and the step would be silently ~S "
-            "times too small. Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
+// The leaves a loss depends on: the AccumulateGrad nodes its graph reaches (iteratively).
+std::vector<std::shared_ptr<TensorImpl>> leaves_reached(const Tensor& loss) {
+  std::vector<std::shared_ptr<TensorImpl>> leaves;
+  if (loss.is_leaf()) {
+    if (loss.requires_grad()) leaves.push_back(loss.impl_ptr());
+    return leaves;
+  }
+  std::vector<Node*> stack{loss.grad_fn().get()};
+  std::unordered_set<Node*> seen{stack.back()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) leaves.push_back(acc->leaf);
+    for (const Edge& e : n->next_edges)
+      if (e.node && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  }
+  return leaves;
+}
+
+// A loss scale, growth factor or interval as a checked number: a defined one-element
+// tensor of an allowed kind. Throws naming the entry otherwise.
+double entry_value(const StateDict& sd, const std::string& key, bool integer) {
+  const Tensor& t = sd.at(key);
+  HG_CHECK(t.defined() && t.numel() == 1 && t.dim() <= 1, "GradScaler.load_state_dict: '", key,
+           "' must be a one-element tensor, got ", t.defined() ? "shape " + shape_str(t.shape()) : "an undefined tensor");
+  const bool ok_dtype = integer ? (t.dtype() == i64 || is_floating(t.dtype())) : is_floating(t.dtype());
+  HG_CHECK(ok_dtype, "GradScaler.load_state_dict: '", key, "' must be ", integer ? "an integer or floating" : "a floating",
+           " tensor, got ", dtype_name(t.dtype()));
+  if (t.dtype() == i64) return static_cast<double>(t.item<int64_t>());
+  return t.item<double>();
+}
+
+// An integer count stored as a number: finite, whole and within [lo, 2^63).
+int64_t entry_int(const StateDict& sd, const std::string& key, int64_t lo) {
+  const double v = entry_value(sd, key, true);
+  HG_CHECK(std::isfinite(v) && v == std::floor(v) && v >= static_cast<double>(lo) && v < 0x1p63,
+           "GradScaler.load_state_dict: '", key, "' must be a whole number in [", lo, ", 2^63), got ", v);
+  return static_cast<int64_t>(v);
+}
+
+// A tracker: an i64 one-element tensor in [lo, hi].
+void check_tracker(const StateDict& sd, const std::string& key, int64_t lo, int64_t hi) {
+  const Tensor& t = sd.at(key);
+  HG_CHECK(t.defined() && t.numel() == 1 && t.dim() <= 1 && t.dtype() == i64, "GradScaler.load_state_dict: '", key,
+           "' must be a one-element i64 tensor, got ",
+           t.defined() ? detail::concat(dtype_name(t.dtype()), " of shape ", shape_str(t.shape())) : "an undefined tensor");
+  const int64_t v = t.item<int64_t>();
+  HG_CHECK(v >= lo && v <= hi, "GradScaler.load_state_dict: '", key, "' must be in [", lo, ", ", hi, "], got ", v);
 }
 
 }  // namespace
+
+void GradScaler::refuse_scaled_clipping(const std::vector<Tensor>& params) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const GradScaler* s : g_scalers) {
+    std::lock_guard<std::mutex> own(s->scaled_mu_);
+    for (const Tensor& p : params) {
+      if (!p.defined() || !p.grad().defined()) continue;
+      auto it = s->scaled_.find(p.impl());
+      if (it == s->scaled_.end() || it->second.expired()) continue;
+      throw Error(detail::concat(
+          "clipping gradients that are still multiplied by the loss scale S = ", s->scaled_at_.item<double>(),
+          " (parameter '", p.name(), "'): the threshold would apply to S x grad and the step would be silently ~S "
+          "times too small. Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
+    }
+  }
+}
+
+void hand_over_scaled_grad(const Tensor& from, const Tensor& to) {
+  if (!from.defined() || !to.defined() || from.is_same(to)) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (GradScaler* s : g_scalers) {
+    if (!s->holds_scaled_grad(from)) continue;
+    std::lock_guard<std::mutex> own(s->scaled_mu_);
+    s->scaled_[to.impl()] = to.impl_ptr();
+  }
+}
 
 bool StepResult::skipped() const { return found_inf.defined() && found_inf.item<double>() != 0.0; }
 double StepResult::scale_value() const { return scale.defined() ? scale.item<double>() : 1.0; }
@@ -85,7 +152,7 @@ GradScaler::GradScaler(GradScalerOptions o, Device device) : opt_(o), device_(de
   hysteresis_tracker_ = full({}, static_cast<double>(o.hysteresis), {i64, device});
   std::lock_guard<std::mutex> lock(g_mu);
   g_scalers.push_back(this);
-  optim::set_clip_guard(&refuse_scaled_clipping);
+  optim::set_clip_guard(&GradScaler::refuse_scaled_clipping);
 }
 
 GradScaler::~GradScaler() {
@@ -106,14 +173,30 @@ Tensor GradScaler::scale(const Tensor& loss) {
     y = l32 * scale_;
   }
   autograd::record("scale_loss", {l32}, y, [s = scale_](const Tensor& g) { return TensorList{g * s}; });
+  const std::vector<std::shared_ptr<TensorImpl>> leaves = leaves_reached(y);
+  Tensor at;
+  {
+    NoGrad ng;
+    at = scale_.clone();
+  }
+  std::lock_guard<std::mutex> lock(scaled_mu_);
+  for (const auto& leaf : leaves) scaled_[leaf.get()] = leaf;
+  scaled_at_ = at;
   return y;
 }
 
-GradScaler::PerOptimizer& GradScaler::state_of(optim::Optimizer& opt) { return per_opt_[&opt]; }
+void GradScaler::forget_scaled(optim::Optimizer& opt) {
+  std::lock_guard<std::mutex> lock(scaled_mu_);
+  for (auto& [name, p] : opt.named_parameters()) scaled_.erase(p.impl());
+}
 
 void GradScaler::unscale_(optim::Optimizer& opt) {
   if (!opt_.enabled) return;
-  PerOptimizer& st = state_of(opt);
+  PerOptimizer& st = per_opt_[&opt];
+  HG_CHECK(scaled_since_update_, "GradScaler: unscale_/step on this ", opt.name(),
+           " optimizer, but no loss was scaled since the last update() (PyTorch: \"_scale is None\"): its gradients "
+           "do not carry the loss scale, and dividing them by it would shrink the step. Call "
+           "scaler.scale(loss).backward() earlier in the iteration");
   HG_CHECK(st.stage != Stage::unscaled, "GradScaler.unscale_: already called on this ", opt.name(),
            " optimizer since the last update(); call it once per optimizer per step");
   HG_CHECK(st.stage != Stage::stepped, "GradScaler.unscale_: called after step(); unscale_ must come before step()");
@@ -121,7 +204,6 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   std::vector<std::string> names;
   std::vector<int64_t> numels;
   for (auto& [name, p] : opt.named_parameters()) {
-    st.params.insert(p.impl());
     if (!p.grad().defined()) continue;
     HG_CHECK(p.grad().dtype() != f16, "GradScaler.unscale_: parameter '", name,
              "' has f16 gradients; unscaling them in f16 would overflow or flush them. Keep f32 master weights "
@@ -150,6 +232,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   if (!grads.empty()) unscale_and_check_stub(device_, grads, inv, st.result.found_inf, st.result.nonfinite_counts);
   for (const Tensor& g : grads) g.bump_version();  // unscaled in place
   st.stage = Stage::unscaled;
+  forget_scaled(opt);
 }
 
 StepResult GradScaler::step(optim::Optimizer& opt) {
@@ -157,10 +240,13 @@ StepResult GradScaler::step(optim::Optimizer& opt) {
     opt.step();
     return {};
   }
-  PerOptimizer& st = state_of(opt);
+  PerOptimizer& st = per_opt_[&opt];
   HG_CHECK(st.stage != Stage::stepped, "GradScaler.step: already called on this ", opt.name(),
            " optimizer since the last update()");
   if (st.stage == Stage::ready) unscale_(opt);
+  HG_CHECK(!st.result.names.empty(), "GradScaler.step: No inf checks were recorded for this optimizer (PyTorch's "
+           "words): none of the ", opt.named_parameters().size(), " parameters of this ", opt.name(),
+           " optimizer has a gradient. Did backward reach them, or were the gradients zeroed before the step?");
   opt.step_if(st.result.found_inf);
   st.stage = Stage::stepped;
   return st.result;
@@ -180,6 +266,8 @@ void GradScaler::update() {
   update_scale_stub(device_, scale_, growth_tracker_, hysteresis_tracker_, found, p);
   per_opt_.clear();
   scaled_since_update_ = false;
+  std::lock_guard<std::mutex> lock(scaled_mu_);
+  scaled_.clear();
 }
 
 void GradScaler::update(double new_scale) {
@@ -189,15 +277,18 @@ void GradScaler::update(double new_scale) {
   fill_(scale_, new_scale);
   per_opt_.clear();
   scaled_since_update_ = false;
+  std::lock_guard<std::mutex> lock(scaled_mu_);
+  scaled_.clear();
 }
 
 double GradScaler::get_scale() const { return opt_.enabled ? scale_.item<double>() : 1.0; }
 
 bool GradScaler::holds_scaled_grad(const Tensor& param) const {
-  if (!scaled_since_update_) return false;
-  for (auto& [o, st] : per_opt_)
-    if (st.stage != Stage::ready && st.params.count(param.impl())) return false;
-  return true;
+  if (!param.defined()) return false;
+  std::lock_guard<std::mutex> lock(scaled_mu_);
+  auto it = scaled_.find(param.impl());
+  // An expired entry is a freed leaf whose address was reused: not the one scaled.
+  return it != scaled_.end() && !it->second.expired();
 }
 
 StateDict GradScaler::state_dict() const {
@@ -216,19 +307,46 @@ StateDict GradScaler::state_dict() const {
 }
 
 void GradScaler::load_state_dict(const StateDict& sd) {
-  HG_CHECK(opt_.enabled, "GradScaler.load_state_dict: this scaler is disabled");
-  for (const char* k : {"scale", "_growth_tracker", "growth_factor", "backoff_factor", "growth_interval"})
-    HG_CHECK(sd.count(k) && sd.at(k).numel() == 1, "GradScaler.load_state_dict: missing or malformed entry '", k, "'");
+  if (!opt_.enabled) return;  // PyTorch's rule: a disabled scaler keeps no state to load
+  HG_CHECK(!sd.empty(), "GradScaler.load_state_dict: the source state dict is empty, possibly because it was saved "
+           "from a disabled instance of GradScaler");
+  static const char* const kRequired[] = {"scale", "_growth_tracker", "growth_factor", "backoff_factor", "growth_interval"};
+  static const char* const kOptional[] = {"_hysteresis_tracker", "hysteresis", "min_scale", "max_scale"};
+  for (const char* k : kRequired)
+    HG_CHECK(sd.count(k), "GradScaler.load_state_dict: missing entry '", k, "'; nothing was loaded");
+  for (const auto& [k, t] : sd)
+    HG_CHECK(std::count(std::begin(kRequired), std::end(kRequired), k) + std::count(std::begin(kOptional), std::end(kOptional), k),
+             "GradScaler.load_state_dict: unexpected entry '", k, "' (a GradScaler state holds scale, _growth_tracker, "
+             "growth_factor, backoff_factor, growth_interval, hysteresis, _hysteresis_tracker, min_scale, max_scale)");
+  // Everything is read and checked before anything changes.
+  GradScalerOptions o = opt_;
+  const double scale = entry_value(sd, "scale", false);
+  o.growth_factor = entry_value(sd, "growth_factor", false);
+  o.backoff_factor = entry_value(sd, "backoff_factor", false);
+  o.growth_interval = entry_int(sd, "growth_interval", 1);
+  if (sd.count("hysteresis")) o.hysteresis = entry_int(sd, "hysteresis", 1);
+  if (sd.count("min_scale")) o.min_scale = entry_value(sd, "min_scale", false);
+  if (sd.count("max_scale")) o.max_scale = entry_value(sd, "max_scale", false);
+  // The scale lives in f32: it must be finite and > 0 there too.
+  const float scale32 = static_cast<float>(scale);
+  HG_CHECK(std::isfinite(scale32) && scale32 > 0, "GradScaler.load_state_dict: 'scale' must be finite and > 0 in f32, got ",
+           scale);
+  HG_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1.0,
+           "GradScaler.load_state_dict: 'growth_factor' must be finite and > 1, got ", o.growth_factor);
+  HG_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1.0,
+           "GradScaler.load_state_dict: 'backoff_factor' must be in (0, 1), got ", o.backoff_factor);
+  HG_CHECK(std::isfinite(o.min_scale) && o.min_scale >= 0 && !std::isnan(o.max_scale) && o.min_scale <= scale &&
+               scale <= o.max_scale,
+           "GradScaler.load_state_dict: need 0 <= min_scale <= scale <= max_scale, got ", o.min_scale, ", ", scale, ", ",
+           o.max_scale);
+  check_tracker(sd, "_growth_tracker", 0, o.growth_interval - 1);
+  if (sd.count("_hysteresis_tracker")) check_tracker(sd, "_hysteresis_tracker", 0, o.hysteresis);
   NoGrad ng;
-  copy_(scale_, sd.at("scale"));
-  copy_(growth_tracker_, sd.at("_growth_tracker"));
-  opt_.growth_factor = sd.at("growth_factor").item<double>();
-  opt_.backoff_factor = sd.at("backoff_factor").item<double>();
-  opt_.growth_interval = static_cast<int64_t>(sd.at("growth_interval").item<double>());
-  if (sd.count("hysteresis")) opt_.hysteresis = static_cast<int64_t>(sd.at("hysteresis").item<double>());
-  if (sd.count("_hysteresis_tracker")) copy_(hysteresis_tracker_, sd.at("_hysteresis_tracker"));
-  if (sd.count("min_scale")) opt_.min_scale = sd.at("min_scale").item<double>();
-  if (sd.count("max_scale")) opt_.max_scale = sd.at("max_scale").item<double>();
+  opt_ = o;
+  fill_(scale_, scale);
+  copy_(growth_tracker_, sd.at("_growth_tracker").reshape({}));
+  if (sd.count("_hysteresis_tracker")) copy_(hysteresis_tracker_, sd.at("_hysteresis_tracker").reshape({}));
+  else fill_(hysteresis_tracker_, static_cast<double>(o.hysteresis));
 }
 
 }  // namespace hg::amp

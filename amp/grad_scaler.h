@@ -10,8 +10,10 @@
 #pragma once
 #include <limits>
 #include <map>
-#include <set>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -55,13 +57,17 @@ class GradScaler {
   GradScaler(const GradScaler&) = delete;
   GradScaler& operator=(const GradScaler&) = delete;
 
-  // loss * scale, recorded as a graph node ("scale_loss"); the result is f32.
+  // loss * scale, recorded as a graph node ("scale_loss"); the result is f32. The leaves
+  // the loss depends on are remembered: their gradients will carry the scale.
   Tensor scale(const Tensor& loss);
   // Multiplies every gradient of `opt` by 1/scale and checks them for inf/NaN in one
   // pass; once per optimizer between update()s. f16 gradients are refused (keep f32
-  // master weights: amp-master, or f32 parameters: amp).
+  // master weights: amp-master, or f32 parameters: amp). Refused when no loss was
+  // scaled since the last update() (the gradients do not carry the scale).
   void unscale_(optim::Optimizer& opt);
   // Unscales if not done yet, then steps `opt` unless a gradient was non-finite.
+  // Refused, as PyTorch does, when no loss was scaled since the last update() and when
+  // none of the optimizer's parameters has a gradient ("No inf checks were recorded").
   StepResult step(optim::Optimizer& opt);
   // Once per iteration, after every optimizer's step(): updates the scale from the
   // found-inf flags of all of them. new_scale sets it explicitly instead.
@@ -74,9 +80,18 @@ class GradScaler {
   bool is_enabled() const { return opt_.enabled; }
   const GradScalerOptions& options() const { return opt_; }
 
-  // True between scale() and the unscale_() of the optimizer owning `param`'s grad.
+  // True when `param`'s gradient carries this scaler's scale: param was reached from a
+  // loss given to scale() (or had such a gradient handed to it, see hand_over_scaled_grad)
+  // and the optimizer owning it has not been unscaled since. Safe to call from any
+  // thread (the clipping guard asks every live scaler).
   bool holds_scaled_grad(const Tensor& param) const;
 
+  // PyTorch's keys ("scale", "_growth_tracker", "growth_factor", "backoff_factor",
+  // "growth_interval") plus this scaler's extensions. A disabled scaler saves {} and
+  // loads only that back (as PyTorch: it ignores what it is given). Loading checks
+  // every entry (a finite scale > 0 within [min_scale, max_scale], growth_factor > 1,
+  // backoff_factor in (0, 1), integer intervals and trackers in range, one-element
+  // tensors of the right dtypes, no unknown keys) and changes nothing when it refuses.
   StateDict state_dict() const;
   void load_state_dict(const StateDict& sd);
 
@@ -85,15 +100,28 @@ class GradScaler {
   struct PerOptimizer {
     Stage stage = Stage::ready;
     StepResult result;
-    std::set<const TensorImpl*> params;
   };
-  PerOptimizer& state_of(optim::Optimizer& opt);
+  friend void hand_over_scaled_grad(const Tensor& from, const Tensor& to);
+  void forget_scaled(optim::Optimizer& opt);
+  // The clipping guard installed while any scaler lives: refuses the parameters whose
+  // gradients some live scaler holds scaled.
+  static void refuse_scaled_clipping(const std::vector<Tensor>& params);
 
   GradScalerOptions opt_;
   Device device_;
   Tensor scale_, growth_tracker_, hysteresis_tracker_;
   std::map<const optim::Optimizer*, PerOptimizer> per_opt_;
   bool scaled_since_update_ = false;
+  // The leaves whose gradients carry the scale (weak: a freed leaf is not held). Other
+  // threads read it through the clipping guard, hence the lock.
+  mutable std::mutex scaled_mu_;
+  std::unordered_map<const TensorImpl*, std::weak_ptr<TensorImpl>> scaled_;
+  Tensor scaled_at_;  // a copy of the scale they carry, for the guard's message (update() changes scale_)
 };
+
+// Tells every scaler holding `from`'s gradient as scaled that `to` now holds that
+// gradient (MasterWeights moves the model's scaled gradients to its f32 masters), so
+// the clipping guard protects `to` until its optimizer is unscaled.
+void hand_over_scaled_grad(const Tensor& from, const Tensor& to);
 
 }  // namespace hg::amp

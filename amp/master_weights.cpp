@@ -2,8 +2,10 @@
 // handles held elsewhere (optimizers, monitors) keep pointing at the live parameters.
 #include "amp/master_weights.h"
 
+#include <algorithm>
 #include <set>
 
+#include "amp/grad_scaler.h"
 #include "framework/autograd.h"
 #include "ops/copy.h"
 
@@ -54,6 +56,7 @@ void MasterWeights::copy_grads_to_master() {
     const Tensor& p = model_[i].second;
     if (master_[i].is_same(p)) continue;
     master_[i].set_grad(p.grad().defined() ? p.grad().to(f32).contiguous() : Tensor());
+    hand_over_scaled_grad(p, master_[i]);  // the master's gradient carries the loss scale now
     p.set_grad(Tensor());
   }
 }
@@ -62,6 +65,45 @@ void MasterWeights::copy_master_to_model() {
   NoGrad ng;
   for (size_t i = 0; i < model_.size(); ++i)
     if (!master_[i].is_same(model_[i].second)) copy_(model_[i].second, master_[i]);
+}
+
+StateDict MasterWeights::state_dict() const {
+  StateDict sd;
+  NoGrad ng;
+  for (size_t i = 0; i < model_.size(); ++i)
+    if (!master_[i].is_same(model_[i].second)) sd[model_[i].first] = master_[i].detach().clone();
+  return sd;
+}
+
+void MasterWeights::load_state_dict(const StateDict& sd) {
+  std::vector<std::string> problems;
+  size_t expected = 0;
+  for (size_t i = 0; i < model_.size(); ++i) {
+    if (master_[i].is_same(model_[i].second)) continue;
+    ++expected;
+    const std::string& name = model_[i].first;
+    auto it = sd.find(name);
+    if (it == sd.end()) problems.push_back("'" + name + "' is missing");
+    else if (!it->second.defined()) problems.push_back("'" + name + "' is undefined");
+    else if (it->second.dtype() != f32 || it->second.shape() != master_[i].shape())
+      problems.push_back(detail::concat("'", name, "' is ", dtype_name(it->second.dtype()), " ", shape_str(it->second.shape()),
+                                        ", expected f32 ", shape_str(master_[i].shape())));
+  }
+  for (const auto& [name, t] : sd) {
+    const bool known = std::any_of(model_.begin(), model_.end(), [&](const auto& e) { return e.first == name; });
+    if (!known) problems.push_back("'" + name + "' is not a parameter of this model");
+  }
+  if (problems.empty() && sd.size() != expected)
+    problems.push_back("it holds f32 parameters, which are their own masters (saved with the model)");
+  if (!problems.empty()) {
+    std::string msg = "MasterWeights.load_state_dict: the state does not fit these master weights; nothing was loaded:";
+    for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : " ") + problems[i];
+    throw Error(msg);
+  }
+  NoGrad ng;
+  for (size_t i = 0; i < model_.size(); ++i)
+    if (!master_[i].is_same(model_[i].second)) copy_(master_[i], sd.at(model_[i].first));
+  copy_master_to_model();
 }
 
 }  // namespace hg::amp

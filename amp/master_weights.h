@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/nn/module.h"
+#include "framework/state_dict.h"
 
 namespace hg::amp {
 
@@ -17,7 +18,8 @@ void cast_model(nn::Module& model, DType dtype, bool keep_batchnorm_f32 = true);
 class MasterWeights {
  public:
   // Takes model.named_parameters(); f16/bf16 ones get an f32 master copy, f32 ones are
-  // their own masters.
+  // their own masters. The copies are made here: when resuming, load the model before
+  // building this, or (for a bit-exact resume) load this one's state_dict afterwards.
   explicit MasterWeights(std::vector<std::pair<std::string, Tensor>> model_params);
 
   // What the optimizer is built on: f32 leaves named like the model's parameters.
@@ -26,6 +28,15 @@ class MasterWeights {
   void copy_grads_to_master();
   // After the optimizer step: model = master rounded once to the model's dtype.
   void copy_master_to_model();
+
+  // The f32 masters of the reduced-precision parameters, by parameter name (f32 ones are
+  // their own masters and live in the model's state dict). Save it with the model: the
+  // model holds the masters rounded to f16/bf16, so a run resumed without it restarts
+  // from rounded masters and drifts away from the run it continues.
+  StateDict state_dict() const;
+  // Loads every master (exactly the names state_dict() gives, f32, same shapes; checked
+  // before anything changes, refused as a whole) and rounds them into the model.
+  void load_state_dict(const StateDict& sd);
 
  private:
   std::vector<std::pair<std::string, Tensor>> model_;

@@ -113,7 +113,7 @@ NumericsMonitor::NumericsMonitor(nn::Module& model, MonitorOptions options) : st
   state_->model = &model;
   for (auto& [path, m] : model.named_modules()) state_->paths[m] = path;
   std::weak_ptr<State> weak = state_;
-  observer_id_ = nn::add_output_observer([weak](nn::Module& m, const Tensor& y) {
+  observer_ = model.add_output_observer([weak](nn::Module& m, const Tensor& y) {
     auto st = weak.lock();
     if (!st || !st->sampling || !y.defined() || !is_floating(y.dtype())) return;
     auto it = st->paths.find(&m);
@@ -135,7 +135,6 @@ NumericsMonitor::NumericsMonitor(nn::Module& model, MonitorOptions options) : st
   });
 }
 
-NumericsMonitor::~NumericsMonitor() { nn::remove_output_observer(observer_id_); }
 
 void NumericsMonitor::begin_step(int64_t step) {
   state_->step = step;

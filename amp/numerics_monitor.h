@@ -51,7 +51,6 @@ struct NumericsRecord {
 class NumericsMonitor {
  public:
   explicit NumericsMonitor(nn::Module& model, MonitorOptions options = {});
-  ~NumericsMonitor();
   NumericsMonitor(const NumericsMonitor&) = delete;
   NumericsMonitor& operator=(const NumericsMonitor&) = delete;
 
@@ -79,7 +78,7 @@ class NumericsMonitor {
 
  private:
   std::shared_ptr<State> state_;
-  int64_t observer_id_ = 0;
+  nn::ObserverHandle observer_;  // after state_: removed before the state goes
 };
 
 }  // namespace hg::amp

@@ -43,6 +43,12 @@ void convert_in_place(const Tensor& t, Device device, DType dtype) {
   if (t.device() != device || t.dtype() != dtype) t.set_data(t.to(device, dtype));
 }
 
+// Only when the name changed (the module was attached somewhere new): a query of a
+// trained model then writes nothing, so it may run while another thread reads names.
+void name_by_path(Tensor& t, const std::string& path) {
+  if (t.name() != path) t.set_name(path);
+}
+
 }  // namespace
 
 Tensor Module::forward_impl(const Tensor&) {
@@ -50,28 +56,47 @@ Tensor Module::forward_impl(const Tensor&) {
               "') has no single-input forward; call it with the arguments its operator() takes");
 }
 
-namespace {
-std::vector<std::pair<int64_t, OutputObserver>>& output_observers() {
-  static std::vector<std::pair<int64_t, OutputObserver>> list;
-  return list;
-}
-}  // namespace
-
-int64_t add_output_observer(OutputObserver f) {
-  static int64_t next_id = 0;
-  output_observers().emplace_back(++next_id, std::move(f));
-  return next_id;
+ObserverHandle& ObserverHandle::operator=(ObserverHandle&& o) noexcept {
+  if (this != &o) {
+    reset();
+    list_ = std::move(o.list_);
+    id_ = o.id_;
+    o.id_ = 0;
+  }
+  return *this;
 }
 
-void remove_output_observer(int64_t id) {
-  auto& list = output_observers();
-  std::erase_if(list, [id](const auto& e) { return e.first == id; });
+void ObserverHandle::reset() {
+  if (auto list = list_.lock()) {
+    std::lock_guard<std::mutex> lock(list->mu);
+    std::erase_if(list->entries, [this](const auto& e) { return e.first == id_; });
+    list->size.store(list->entries.size(), std::memory_order_release);
+  }
+  list_.reset();
+  id_ = 0;
+}
+
+ObserverHandle Module::add_output_observer(OutputObserver f) {
+  HG_CHECK(f != nullptr, "add_output_observer: the observer of ", type_name(), " is empty");
+  std::lock_guard<std::mutex> lock(observers_->mu);
+  const int64_t id = ++observers_->next_id;
+  observers_->entries.emplace_back(id, std::make_shared<const OutputObserver>(std::move(f)));
+  observers_->size.store(observers_->entries.size(), std::memory_order_release);
+  return ObserverHandle(observers_, id);
 }
 
 Tensor Module::observed(Tensor output) {
-  // A copy: an observer may remove itself while being called.
-  auto list = output_observers();
-  for (auto& [id, f] : list) f(*this, output);
+  for (const Module* m = this; m; m = m->parent_) {
+    ObserverList& list = *m->observers_;
+    if (list.size.load(std::memory_order_acquire) == 0) continue;
+    // A snapshot: an observer may remove itself (or another thread one) while it runs.
+    std::vector<std::shared_ptr<const OutputObserver>> snapshot;
+    {
+      std::lock_guard<std::mutex> lock(list.mu);
+      for (auto& [id, f] : list.entries) snapshot.push_back(f);
+    }
+    for (auto& f : snapshot) (*f)(*this, output);
+  }
   return output;
 }
 
@@ -145,7 +170,7 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
   const std::string here = path();
   std::vector<std::pair<std::string, Tensor>> out;
   for (auto [n, t] : params_) {
-    t.set_name(join(here, n));
+    name_by_path(t, join(here, n));
     out.emplace_back(n, t);
   }
   for (auto& [cn, c] : children_)
@@ -157,7 +182,7 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
   const std::string here = path();
   std::vector<std::pair<std::string, Tensor>> out;
   for (auto [n, t] : buffers_) {
-    t.set_name(join(here, n));
+    name_by_path(t, join(here, n));
     out.emplace_back(n, t);
   }
   for (auto& [cn, c] : children_)

@@ -2,8 +2,10 @@
 // module paths ("down2.conv1.weight"). A child is named once in a model's source with
 // HG_CHILD, e.g.  HG_CHILD(Conv2d, conv1, 3, 16, 3);
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,10 +20,36 @@ namespace hg::nn {
 class Module;
 
 // Observers of module outputs: the numerics monitor, compare() and the FP32 fallback
-// install one; each is called with every module's output as its forward returns.
+// install one on the model they watch; it is called with the output of every module of
+// that model's subtree as its forward returns, in the thread that ran the forward.
 using OutputObserver = std::function<void(Module& m, const Tensor& output)>;
-int64_t add_output_observer(OutputObserver f);  // returns an id for removal
-void remove_output_observer(int64_t id);
+
+// A module's own observers. Shared with the handles that installed them, so a handle
+// that outlives its module removes nothing; the mutex makes installing and removing safe
+// while another thread runs a forward of the same model.
+struct ObserverList {
+  std::mutex mu;
+  std::vector<std::pair<int64_t, std::shared_ptr<const OutputObserver>>> entries;
+  std::atomic<size_t> size{0};  // read without the lock: a forward with no observer takes none
+  int64_t next_id = 0;
+};
+
+// Keeps one observer installed while alive (RAII); reset() or destruction removes it.
+class ObserverHandle {
+ public:
+  ObserverHandle() = default;
+  ObserverHandle(std::weak_ptr<ObserverList> list, int64_t id) : list_(std::move(list)), id_(id) {}
+  ~ObserverHandle() { reset(); }
+  ObserverHandle(ObserverHandle&& o) noexcept : list_(std::move(o.list_)), id_(o.id_) { o.id_ = 0; }
+  ObserverHandle& operator=(ObserverHandle&& o) noexcept;
+  ObserverHandle(const ObserverHandle&) = delete;
+  ObserverHandle& operator=(const ObserverHandle&) = delete;
+  void reset();
+
+ private:
+  std::weak_ptr<ObserverList> list_;
+  int64_t id_ = 0;
+};
 
 class Module {
  public:
@@ -52,6 +80,10 @@ class Module {
     std::optional<DType> saved_autocast_;
     bool overrode_ = false;
   };
+
+  // Installs `f` on this module: it sees the outputs of this module and of every module
+  // below it (a model's monitor sees all its layers and no other model's).
+  [[nodiscard]] ObserverHandle add_output_observer(OutputObserver f);
 
   // Registration, normally through the HG_CHILD / HG_PARAM / HG_BUFFER macros.
   template <class M>
@@ -113,7 +145,8 @@ class Module {
   }
 
   void add_child(const std::string& name, std::shared_ptr<Module> m);
-  // Hands a forward's result to the output observers (scoped and forward do it).
+  // Hands a forward's result to the output observers of this module and of each of its
+  // ancestors up to the root (scoped and forward do it).
   Tensor observed(Tensor output);
 
  private:
@@ -124,6 +157,7 @@ class Module {
   std::string name_;
   bool training_ = true;
   std::optional<DType> precision_;
+  std::shared_ptr<ObserverList> observers_ = std::make_shared<ObserverList>();
 };
 
 }  // namespace hg::nn

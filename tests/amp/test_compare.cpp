@@ -1,6 +1,10 @@
 // compare(): the same batch in f32 and under a policy, per-module errors; the
-// injected overflow-prone layer is the first module over the threshold.
+// injected overflow-prone layer is the first module over the threshold; the model runs
+// as the user set it, the generator is restored, thresholds are per dtype.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
 
 #include "halfgrad.h"
 #include "tests/amp/debug_models.h"
@@ -57,4 +61,76 @@ TEST_CASE("compare on a healthy model: small errors everywhere, in f16 and bf16"
   for (auto& p : model.parameters()) CHECK(p.dtype() == f32);
   CHECK_THROWS_WITH(amp::compare(model, x, mse_to_zero, amp::Policy{}, {.threshold = 0}),
                     Catch::Contains("threshold must be > 0"));
+}
+
+namespace {
+struct DropNet : nn::Module {
+  HG_CHILD(nn::Linear, fc1, 4, 32);
+  HG_CHILD(nn::Dropout, drop, 0.5);
+  HG_CHILD(nn::Linear, fc2, 32, 1);
+  Tensor forward_impl(const Tensor& x) override { return (*fc2)((*drop)(relu((*fc1)(x)))); }
+  std::string type_name() const override { return "DropNet"; }
+};
+
+const amp::ModuleComparison& find(const amp::Comparison& c, const std::string& module) {
+  for (const auto& m : c.modules)
+    if (m.module == module) return m;
+  FAIL("no module " << module);
+  return c.modules.front();
+}
+}  // namespace
+
+TEST_CASE("compare runs the model as the user set it and restores the generator", "[amp][compare]") {
+  manual_seed(3);
+  DropNet model;
+  Tensor x = randn({16, 4}, {f32});
+  model.fc2->set_precision(f32);
+  const Generator& gen = default_generator();
+  const uint64_t seed = gen.seed(), draws = gen.draws();
+
+  // In train() mode: both passes draw the same dropout mask, so the dropout output
+  // differs by f16 rounding only (with two masks, half its elements would differ).
+  amp::Comparison c = amp::compare(model, x, mse_to_zero, amp::recipe("amp").policy);
+  CHECK(gen.seed() == seed);
+  CHECK(gen.draws() == draws);  // the generator is where the user left it
+  CHECK(find(c, "drop").activation_error < 1e-2);
+  CHECK(find(c, "drop").activation_error > 0);
+  CHECK(find(c, "fc1").dtype == f16);
+  CHECK(find(c, "fc2").dtype == f32);  // its precision override applied
+  CHECK(model.is_training());
+  CHECK(model.drop->is_training());
+  CHECK(model.fc2->precision() == f32);
+  CHECK_FALSE(model.fc1->precision());
+
+  model.eval();
+  amp::compare(model, x, mse_to_zero, amp::recipe("bf16").policy);
+  CHECK_FALSE(model.is_training());
+  CHECK_FALSE(model.drop->is_training());
+  CHECK(gen.draws() == draws);
+}
+
+TEST_CASE("compare holds bf16 modules to 8x the f16 threshold (their unit roundoff is 8x)", "[amp][compare]") {
+  manual_seed(5);
+  test::OverflowNet model(1.0);
+  Tensor x = randn({16, 4}, {f32});
+  // The bf16 errors of a healthy model, then a threshold an f16 module would exceed at
+  // that size but a bf16 one may reach: e / 4 (before, one threshold for both).
+  amp::Comparison wide = amp::compare(model, x, mse_to_zero, amp::recipe("bf16").policy, {.threshold = 1.0});
+  double e = 0;
+  for (const auto& m : wide.modules) {
+    REQUIRE(m.dtype == bf16);
+    e = std::max({e, m.activation_error, m.grad_error});
+  }
+  REQUIRE(e > 0);
+  const double t = e / 4;
+  amp::Comparison c = amp::compare(model, x, mse_to_zero, amp::recipe("bf16").policy, {.threshold = t});
+  CHECK_FALSE(c.first_exceeding);
+  for (const auto& m : c.modules) {
+    CHECK(m.threshold == 8 * t);
+    CHECK_FALSE(m.exceeds);
+  }
+  amp::Comparison h = amp::compare(model, x, mse_to_zero, amp::recipe("amp").policy, {.threshold = t});
+  CHECK(h.modules[0].dtype == f16);
+  CHECK(h.modules[0].threshold == t);
+  CHECK_THAT(c.json(), Catch::Contains("\"threshold\":"));
 }

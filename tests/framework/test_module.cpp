@@ -95,13 +95,13 @@ TEST_CASE("child->forward(x), the libtorch habit, enters the child's scope like 
   Outer m;
   m.enc->set_precision(f32);
   std::vector<std::string> seen;
-  const int64_t id = nn::add_output_observer([&](nn::Module& mod, const Tensor&) { seen.push_back(mod.path()); });
+  nn::ObserverHandle handle = m.add_output_observer([&](nn::Module& mod, const Tensor&) { seen.push_back(mod.path()); });
   Tensor y;
   {
     amp::Autocast ac(f16);
     y = m.enc->forward(ones({5, 3}));
   }
-  nn::remove_output_observer(id);
+  handle.reset();
   CHECK(y.dtype() == f32);  // enc runs in f32 although autocast asks for f16
   REQUIRE(y.grad_fn());
   CHECK(y.grad_fn()->module_path == "enc");
