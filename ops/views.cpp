@@ -158,7 +158,9 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   // Written so that a huge step cannot overflow: a stride only matters for sizes > 1.
   s[a] = end == start ? 0 : (end - start - 1) / step + 1;
   if (s[a] > 1) st[a] *= step;
-  Tensor y = alias(*this, s, st, offset() + start * strides()[a]);
+  // An empty result does not move: start may be n, and n * stride can pass int64 where
+  // (n - 1) * stride, inside the storage, does not (a size-1 axis may have any stride).
+  Tensor y = alias(*this, s, st, s[a] == 0 ? offset() : offset() + start * strides()[a]);
   autograd::record("slice", {*this}, y, [src = shape(), a, start, end, step](const Tensor& g) {
     Tensor gx = zeros(src, {g.dtype(), g.device()});
     copy_(gx.slice(a, start, end, step), g);
@@ -233,7 +235,11 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
   Shape s = shape();
   Strides st = strides();
   s.insert(s.begin() + a, 1);
-  st.insert(st.begin() + a, a < dim() ? st[a] * shape()[a] : 1);
+  // The new axis' stride is never used to step; the usual value unless it overflows
+  // (a size-1 axis may carry any stride).
+  int64_t outer = 1;
+  if (a < dim() && __builtin_mul_overflow(st[a], shape()[a], &outer)) outer = 1;
+  st.insert(st.begin() + a, outer);
   Tensor y = alias(*this, s, st, offset());
   autograd::record("unsqueeze", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{g.reshape(src)}; });
   return y;

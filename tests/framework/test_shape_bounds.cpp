@@ -74,3 +74,18 @@ TEST_CASE("Device::parse refuses an index past int with hg::Error", "[shape][err
   CHECK(Device::parse("cuda:7").index == 7);
   CHECK(Device::parse("cuda:0007").index == 7);
 }
+
+TEST_CASE("views of a size-1 or empty axis with a huge stride do not overflow", "[shape][errors]") {
+  // Found by .ci/fuzz: slice's offset start * stride passed int64 for an empty result.
+  const auto st = zeros({8}).storage();
+  const Tensor one = make_tensor(st, {1}, {INT64_MAX}, 7, f32);  // a size-1 axis may have any stride
+  CHECK(one.item<double>() == 0.0);
+  const Tensor none = one.slice(0, 1, 1);
+  CHECK(none.numel() == 0);
+  CHECK(one.narrow(0, 1, 0).numel() == 0);
+  // An empty tensor is not bounds-checked, so its strides can be anything; unsqueeze's
+  // new stride (stride * size) must not overflow.
+  const Tensor empty_view = make_tensor(st, {0, 5}, {1, int64_t{1} << 62}, 0, f32);
+  CHECK(empty_view.unsqueeze(1).shape() == Shape{0, 1, 5});
+  CHECK(empty_view.unsqueeze(2).shape() == Shape{0, 5, 1});
+}
