@@ -369,11 +369,12 @@ static int64_t next_hook_id() {
 bool Tensor::requires_grad() const { return live("requires_grad").requires_grad; }
 bool Tensor::is_leaf() const { return live("is_leaf").grad_fn == nullptr; }
 const Tensor& Tensor::grad() const { return live("grad").grad; }
-Tensor& Tensor::mutable_grad() { return impl_->grad; }
-void Tensor::set_grad(const Tensor& g) const { impl_->grad = g; }
+Tensor& Tensor::mutable_grad() { return live("mutable_grad").grad; }
+void Tensor::set_grad(const Tensor& g) const { live("set_grad").grad = g; }
 const std::shared_ptr<Node>& Tensor::grad_fn() const { return live("grad_fn").grad_fn; }
 
 Tensor& Tensor::set_requires_grad(bool r) {
+  live("set_requires_grad");
   HG_CHECK(is_leaf(), "set_requires_grad: only leaf tensors can change requires_grad; this tensor is the output of ",
            impl_->grad_fn->name(), " (use detach() to make a leaf)");
   HG_CHECK(!r || is_floating(dtype()), "set_requires_grad: only floating tensors can require grad, this one is ",
@@ -383,6 +384,7 @@ Tensor& Tensor::set_requires_grad(bool r) {
 }
 
 int64_t Tensor::register_hook(Hook hook) const {
+  live("register_hook");
   HG_CHECK(requires_grad(), "register_hook: the tensor does not require grad, so no gradient will reach a hook");
   int64_t id = next_hook_id();
   if (is_leaf()) {
@@ -394,6 +396,7 @@ int64_t Tensor::register_hook(Hook hook) const {
 }
 
 void Tensor::remove_hook(int64_t handle) const {
+  live("remove_hook");
   auto drop = [handle](std::vector<std::pair<int64_t, Hook>>& hooks) {
     std::erase_if(hooks, [handle](auto& h) { return h.first == handle; });
   };
@@ -405,6 +408,7 @@ void Tensor::remove_hook(int64_t handle) const {
 }
 
 void Tensor::retain_grad() const {
+  live("retain_grad");
   HG_CHECK(requires_grad(), "retain_grad: the tensor does not require grad");
   if (is_leaf() || impl_->retains_grad) return;
   impl_->retains_grad = true;
@@ -416,16 +420,19 @@ void Tensor::retain_grad() const {
 }
 
 void Tensor::backward() const {
-  HG_CHECK(defined() && numel() == 1, "backward(): implicit gradient needs a one-element tensor, got shape ",
-           defined() ? shape_str(shape()) : std::string("undefined"), "; pass a gradient: backward(grad)");
+  live("backward");
+  HG_CHECK(numel() == 1, "backward(): implicit gradient needs a one-element tensor, got shape ", shape_str(shape()),
+           "; pass a gradient: backward(grad)");
   backward(ones(shape(), {dtype(), device()}));
 }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
+  live("backward");
   autograd::backward({*this}, {grad}, retain_graph);
 }
 
 Tensor Tensor::detach() const {
+  live("detach");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = impl_->storage;
   impl->shape = impl_->shape;

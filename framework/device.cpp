@@ -63,7 +63,14 @@ Device Device::parse(const std::string& s) {
     std::string idx = s.substr(5);
     HG_CHECK(!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos,
              "invalid device '", s, "'; valid: cpu, cuda, cuda:N, auto");
-    return cuda(std::stoi(idx));
+    // Digit by digit, so that an index past int's range is a message, not std::out_of_range.
+    constexpr int kMaxIndex = 1 << 16;
+    int n = 0;
+    for (char c : idx) {
+      n = n * 10 + (c - '0');
+      HG_CHECK(n <= kMaxIndex, "invalid device '", s, "': the index is over ", kMaxIndex);
+    }
+    return cuda(n);
   }
   throw Error("invalid device '" + s + "'; valid: cpu, cuda, cuda:N, auto");
 }

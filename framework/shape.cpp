@@ -1,6 +1,7 @@
-// Shape arithmetic shared by every op.
+// Shape arithmetic shared by every op, with every product checked for int64 overflow.
 #include "framework/shape.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "framework/error.h"
@@ -8,8 +9,11 @@
 namespace hg {
 
 int64_t numel_of(const Shape& s) {
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    HG_CHECK(!__builtin_mul_overflow(n, d, &n), "numel: shape ", shape_str(s),
+             " has more elements than int64 can count (2^63 - 1)");
   return n;
 }
 
@@ -18,7 +22,8 @@ Strides contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    HG_CHECK(i == 0 || !__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc), "contiguous strides of shape ",
+             shape_str(s), " overflow int64");
   }
   return st;
 }
@@ -53,9 +58,14 @@ int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   return axis < 0 ? axis + ndim : axis;
 }
 
-void check_shape_nonnegative(const Shape& s, const char* op) {
-  for (int64_t d : s)
+void check_shape(const Shape& s, const char* op) {
+  int64_t extent = 1;
+  for (int64_t d : s) {
     HG_CHECK(d >= 0, op, ": sizes must be non-negative, got ", shape_str(s));
+    HG_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(d, 1), &extent), op, ": shape ", shape_str(s),
+             " is too large: its sizes (zeros counted as 1) multiply past 2^63 - 1, so its strides cannot be "
+             "represented");
+  }
 }
 
 }  // namespace hg

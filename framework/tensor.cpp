@@ -14,13 +14,16 @@ namespace hg {
 
 TensorImpl& Tensor::live(const char* what) const {
   if (!impl_)
-    throw Error(detail::concat(what, ": the tensor is undefined (a default-constructed Tensor, or a gradient that "
-                               "was never computed)"));
+    throw Error(detail::concat(what, "() on an undefined tensor (a default-constructed Tensor, or a gradient that "
+                               "was never computed); check defined() first"));
   return *impl_;
 }
 
 const Shape& Tensor::shape() const { return live("shape").shape; }
-int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, dim(), "size")]; }
+int64_t Tensor::size(int64_t axis) const {
+  const Shape& s = live("size").shape;
+  return s[normalize_axis(axis, static_cast<int64_t>(s.size()), "size")];
+}
 const Strides& Tensor::strides() const { return live("strides").strides; }
 int64_t Tensor::offset() const { return live("offset").offset; }
 int64_t Tensor::dim() const { return static_cast<int64_t>(live("dim").shape.size()); }
@@ -38,18 +41,20 @@ Tensor& Tensor::set_name(std::string n) {
 }
 
 bool Tensor::is_contiguous() const {
+  const TensorImpl& t = live("is_contiguous");
   int64_t expect = 1;
-  for (size_t i = impl_->shape.size(); i-- > 0;) {
-    if (impl_->shape[i] == 1) continue;
-    if (impl_->strides[i] != expect) return false;
-    expect *= impl_->shape[i];
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    if (t.shape[i] == 1) continue;
+    if (t.strides[i] != expect) return false;
+    expect *= t.shape[i];
   }
   return true;
 }
 
 void* Tensor::data_ptr() const {
-  if (!impl_->storage || !impl_->storage->data) return nullptr;
-  return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(impl_->dtype));
+  const TensorImpl& t = live("data_ptr");
+  if (!t.storage || !t.storage->data) return nullptr;
+  return static_cast<char*>(t.storage->data) + t.offset * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
 namespace detail {
@@ -71,6 +76,8 @@ void Tensor::bump_version() const {
 }
 
 void Tensor::set_data(const Tensor& src) const {
+  live("set_data");
+  HG_CHECK(src.defined(), "set_data: the source tensor is undefined");
   HG_CHECK(is_leaf(), "set_data: only leaf tensors can have their data replaced");
   HG_CHECK(!requires_grad() || is_floating(src.dtype()), "set_data: a tensor that requires grad needs floating data, got ",
            dtype_name(src.dtype()));
@@ -85,14 +92,23 @@ void Tensor::set_data(const Tensor& src) const {
 Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset, DType dtype) {
   HG_CHECK(shape.size() == strides.size(), "make_tensor: shape ", shape_str(shape), " and strides ",
            shape_str(strides), " differ in length");
-  check_shape_nonnegative(shape, "make_tensor");
+  check_shape(shape, "make_tensor");
+  // data_ptr() multiplies the offset by the element size; that must not wrap either.
+  HG_CHECK(offset >= 0 && offset <= INT64_MAX / static_cast<int64_t>(dtype_size(dtype)), "make_tensor: offset ",
+           offset, " is negative or past any storage");
   if (numel_of(shape) > 0) {
+    // Checked: a huge stride must be refused, not wrap into a span that looks in bounds.
     int64_t lo = offset, hi = offset;
+    bool overflow = false;
     for (size_t i = 0; i < shape.size(); ++i) {
-      int64_t span = (shape[i] - 1) * strides[i];
-      (span < 0 ? lo : hi) += span;
+      int64_t span = 0;
+      overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &span);
+      int64_t& end = span < 0 ? lo : hi;
+      overflow |= __builtin_add_overflow(end, span, &end);
     }
     int64_t cap = storage ? static_cast<int64_t>(storage->nbytes / dtype_size(dtype)) : 0;
+    HG_CHECK(!overflow, "make_tensor: a view of shape ", shape_str(shape), ", strides ", shape_str(strides),
+             " and offset ", offset, " reaches past 2^63 elements, outside its storage of ", cap, " elements");
     HG_CHECK(lo >= 0 && hi < cap, "make_tensor: a view of shape ", shape_str(shape), ", strides ",
              shape_str(strides), " and offset ", offset, " reaches elements ", lo, "..", hi,
              " outside its storage of ", cap, " elements");
@@ -107,12 +123,11 @@ Tensor make_tensor(std::shared_ptr<Storage> storage, Shape shape, Strides stride
 }
 
 Tensor empty(const Shape& shape, TensorOptions o) {
-  check_shape_nonnegative(shape, "empty");
+  check_shape(shape, "empty");
   // Sizes computed from absurd arguments must fail here, not wrap around to a small buffer.
-  int64_t nbytes = static_cast<int64_t>(dtype_size(o.dtype));
-  for (int64_t d : shape)
-    HG_CHECK(!__builtin_mul_overflow(nbytes, d, &nbytes), "empty: a tensor of shape ", shape_str(shape), " and dtype ",
-             dtype_name(o.dtype), " would need more than 2^63 bytes");
+  int64_t nbytes = 0;
+  HG_CHECK(!__builtin_mul_overflow(numel_of(shape), static_cast<int64_t>(dtype_size(o.dtype)), &nbytes), "empty: a tensor of shape ",
+           shape_str(shape), " and dtype ", dtype_name(o.dtype), " would need more than 2^63 bytes");
   auto st = new_storage(static_cast<size_t>(nbytes), o.device);
   Tensor t = make_tensor(std::move(st), shape, contiguous_strides(shape), 0, o.dtype);
   if (o.requires_grad) t.set_requires_grad(true);
@@ -120,7 +135,7 @@ Tensor empty(const Shape& shape, TensorOptions o) {
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions o) {
-  check_shape_nonnegative(shape, "full");
+  check_shape(shape, "full");
   bool rg = o.requires_grad;
   o.requires_grad = false;
   Tensor t = empty(shape, o);
@@ -141,15 +156,22 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
   HG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
            "arange: start, end and step must be finite and step non-zero; got start=", start, " end=", end,
            " step=", step);
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + static_cast<double>(i) * step;
-  return from_vector(v, {n}, o);
+  // The count is checked as a double: converting one past 2^63 to int64 is undefined.
+  const double count = std::max(0.0, std::ceil((end - start) / step));
+  HG_CHECK(count < 0x1p62, "arange: start=", start, " end=", end, " step=", step, " would make ", count,
+           " elements, more than any tensor can hold");
+  const auto n = static_cast<int64_t>(count);
+  Tensor host = empty({n}, {f64, Device::cpu()});  // hg::Error if memory cannot hold it
+  double* p = host.data<double>();
+  for (int64_t i = 0; i < n; ++i) p[i] = start + static_cast<double>(i) * step;
+  Tensor t = host.to(o.device, o.dtype);
+  if (o.requires_grad) t.set_requires_grad(true);
+  return t;
 }
 
 template <class T>
 Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o) {
-  check_shape_nonnegative(shape, "from_data");
+  check_shape(shape, "from_data");
   HG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_data: ", values.size(),
            " values cannot fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
   Tensor host = empty(shape, {dtype_v<T>, Device::cpu()});
@@ -175,6 +197,7 @@ Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  live("to_vector");
   NoGrad ng;
   Tensor c = to(Device::cpu(), dtype_v<T>).contiguous();
   const T* p = c.data<T>();
@@ -190,6 +213,7 @@ template std::vector<int64_t> Tensor::to_vector() const;
 
 template <class T>
 T Tensor::item() const {
+  live("item");
   HG_CHECK(numel() == 1, "item(): needs a one-element tensor, got shape ", shape_str(shape()));
   return to_vector<T>()[0];
 }
@@ -205,6 +229,7 @@ bool Tensor::item<bool>() const {
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {
+  live("at");
   HG_CHECK(static_cast<int64_t>(index.size()) == dim(), "at: index has ", index.size(),
            " coordinates for a tensor of shape ", shape_str(shape()));
   Tensor t = *this;

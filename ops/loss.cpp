@@ -4,10 +4,12 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "framework/autograd.h"
 #include "framework/precision.h"
 #include "ops/loss_kernels.h"
+#include "ops/reduce.h"
 
 namespace hg {
 
@@ -58,6 +60,30 @@ void throw_bad_label(const char* op, int64_t flat, const Tensor& target, int64_t
                              ") is not a class: valid labels are 0 to ", classes - 1, " for C = ", classes, also));
 }
 
+// A NaN or negative weight poisons or flips the loss; all zeros make it 0/0.
+void check_class_weights(const Tensor& w) {
+  const std::vector<double> v = w.to_vector<double>();
+  double total = 0;
+  for (size_t c = 0; c < v.size(); ++c) {
+    HG_CHECK(std::isfinite(v[c]) && v[c] >= 0, "cross_entropy: class weight ", c, " is ", v[c],
+             "; weights must be finite and >= 0");
+    total += v[c];
+  }
+  HG_CHECK(total > 0, "cross_entropy: every class weight is 0, so the weighted mean is 0/0; give at least one "
+           "class a positive weight");
+}
+
+// bce_with_logits reads targets as probabilities; outside [0, 1] its loss is not a loss
+// (it goes below zero without bound). Three reductions, each a host read.
+void check_probability_targets(const Tensor& target) {
+  NoGrad ng;
+  const Tensor t = target.detach();
+  if (t.numel() == 0) return;
+  const double lo = min(t).item<double>(), hi = max(t).item<double>(), total = sum(t).item<double>();
+  HG_CHECK(lo >= 0 && hi <= 1 && std::isfinite(total), "bce_with_logits: targets must be probabilities in [0, 1], "
+           "got values from ", lo, " to ", hi, std::isfinite(total) ? "" : " (and NaN or inf)");
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits0, const Tensor& target, const CrossEntropyOptions& o) {
@@ -74,6 +100,7 @@ Tensor cross_entropy(const Tensor& logits0, const Tensor& target, const CrossEnt
     HG_CHECK(w0.dim() == 1 && w0.size(0) == C, "cross_entropy: weight has shape ", shape_str(w0.shape()),
              " but logits ", shape_str(logits.shape()), " have ", C, " classes; expected a weight of shape [", C, "]");
     w = w0.detach().to(acc).contiguous();
+    check_class_weights(w);
   }
   const int64_t N = target.numel();
   const Tensor x2 = logits.detach().contiguous().view({N, C});
@@ -126,6 +153,7 @@ Tensor pointwise_loss(const char* op, PointwiseLoss kind, const Tensor& x0, cons
 }  // namespace
 
 Tensor bce_with_logits(const Tensor& logits, const Tensor& target) {
+  if (target.defined()) check_probability_targets(target);
   return pointwise_loss("bce_with_logits", PointwiseLoss::bce_with_logits, logits, target);
 }
 

@@ -11,7 +11,7 @@ DispatchStub<void(Distribution, const Tensor&, PhiloxKey, double, double)> rando
 
 namespace {
 Tensor draw(Distribution d, const Shape& shape, TensorOptions o, Generator* gen, double p0, double p1, const char* op) {
-  check_shape_nonnegative(shape, op);
+  check_shape(shape, op);
   bool rg = o.requires_grad;
   o.requires_grad = false;
   Tensor t = empty(shape, o);

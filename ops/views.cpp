@@ -84,6 +84,7 @@ Strides view_strides(const Tensor& t, const Shape& shape) {
 }  // namespace
 
 Tensor Tensor::view(const Shape& want) const {
+  live("view");
   Shape s = infer_shape(want, numel(), shape(), "view");
   Strides st = view_strides(*this, s);
   HG_CHECK(!st.empty() || s.empty() || numel() == 0, "view: a tensor of shape ", shape_str(shape()),
@@ -96,12 +97,14 @@ Tensor Tensor::view(const Shape& want) const {
 }
 
 Tensor Tensor::reshape(const Shape& want) const {
+  live("reshape");
   Shape s = infer_shape(want, numel(), shape(), "reshape");
   if (!view_strides(*this, s).empty() || s.empty() || numel() == 0) return view(s);
   return contiguous().view(s);
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  live("flatten");
   if (dim() == 0) return reshape({1});
   int64_t a = normalize_axis(start, dim(), "flatten"), b = normalize_axis(end, dim(), "flatten");
   HG_CHECK(a <= b, "flatten: start axis ", start, " comes after end axis ", end);
@@ -112,6 +115,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+  live("permute");
   HG_CHECK(static_cast<int64_t>(order.size()) == dim(), "permute: order has ", order.size(),
            " axes but the tensor of shape ", shape_str(shape()), " has ", dim());
   std::vector<int64_t> ord(order.size()), inv(order.size());
@@ -133,6 +137,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  live("transpose");
   std::vector<int64_t> order(static_cast<size_t>(dim()));
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[existing_axis(*this, a, "transpose")], order[existing_axis(*this, b, "transpose")]);
@@ -140,6 +145,7 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
 }
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
+  live("slice");
   int64_t a = existing_axis(*this, axis, "slice");
   HG_CHECK(step > 0, "slice: step must be positive, got ", step);
   const int64_t n = shape()[a];
@@ -152,7 +158,9 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   // Written so that a huge step cannot overflow: a stride only matters for sizes > 1.
   s[a] = end == start ? 0 : (end - start - 1) / step + 1;
   if (s[a] > 1) st[a] *= step;
-  Tensor y = alias(*this, s, st, offset() + start * strides()[a]);
+  // An empty result does not move: start may be n, and n * stride can pass int64 where
+  // (n - 1) * stride, inside the storage, does not (a size-1 axis may have any stride).
+  Tensor y = alias(*this, s, st, s[a] == 0 ? offset() : offset() + start * strides()[a]);
   autograd::record("slice", {*this}, y, [src = shape(), a, start, end, step](const Tensor& g) {
     Tensor gx = zeros(src, {g.dtype(), g.device()});
     copy_(gx.slice(a, start, end, step), g);
@@ -162,6 +170,7 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
 }
 
 Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
+  live("narrow");
   int64_t a = existing_axis(*this, axis, "narrow");
   HG_CHECK(start >= 0 && length >= 0 && start <= shape()[a] && length <= shape()[a] - start, "narrow: start ", start,
            " and length ", length, " are outside axis ", axis, " of size ", shape()[a], " (shape ", shape_str(shape()),
@@ -170,6 +179,7 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t axis, int64_t index) const {
+  live("select");
   int64_t a = existing_axis(*this, axis, "select");
   const int64_t n = shape()[a];
   HG_CHECK(index >= -n && index < n, "select: index ", index, " is out of range for axis ", axis, " of size ", n);
@@ -178,6 +188,7 @@ Tensor Tensor::select(int64_t axis, int64_t index) const {
 }
 
 Tensor Tensor::expand(const Shape& want) const {
+  live("expand");
   HG_CHECK(static_cast<int64_t>(want.size()) >= dim(), "expand: cannot expand shape ", shape_str(shape()),
            " to fewer dimensions ", shape_str(want));
   if (want == shape()) return *this;
@@ -205,6 +216,7 @@ Tensor Tensor::expand(const Shape& want) const {
 }
 
 Tensor Tensor::squeeze(int64_t axis) const {
+  live("squeeze");
   int64_t a = existing_axis(*this, axis, "squeeze");
   HG_CHECK(shape()[a] == 1, "squeeze: axis ", axis, " of shape ", shape_str(shape()), " has size ", shape()[a],
            ", not 1");
@@ -218,32 +230,46 @@ Tensor Tensor::squeeze(int64_t axis) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
+  live("unsqueeze");
   int64_t a = normalize_axis(axis, dim() + 1, "unsqueeze");
   Shape s = shape();
   Strides st = strides();
   s.insert(s.begin() + a, 1);
-  st.insert(st.begin() + a, a < dim() ? st[a] * shape()[a] : 1);
+  // The new axis' stride is never used to step; the usual value unless it overflows
+  // (a size-1 axis may carry any stride).
+  int64_t outer = 1;
+  if (a < dim() && __builtin_mul_overflow(st[a], shape()[a], &outer)) outer = 1;
+  st.insert(st.begin() + a, outer);
   Tensor y = alias(*this, s, st, offset());
   autograd::record("unsqueeze", {*this}, y, [src = shape()](const Tensor& g) { return TensorList{g.reshape(src)}; });
   return y;
 }
 
 Tensor Tensor::contiguous() const {
+  live("contiguous");
   if (is_contiguous()) return *this;
   return clone();
 }
 
 Tensor Tensor::clone() const {
+  live("clone");
   Tensor y = empty(shape(), {dtype(), device()});
   detail::copy_into_new(y, *this);
   autograd::record("clone", {*this}, y, [](const Tensor& g) { return TensorList{g}; });
   return y;
 }
 
-Tensor Tensor::to(DType dt) const { return to(device(), dt); }
-Tensor Tensor::to(Device d) const { return to(d, dtype()); }
+Tensor Tensor::to(DType dt) const {
+  live("to");
+  return to(device(), dt);
+}
+Tensor Tensor::to(Device d) const {
+  live("to");
+  return to(d, dtype());
+}
 
 Tensor Tensor::to(Device d, DType dt) const {
+  live("to");
   if (d == device() && dt == dtype()) return *this;
   HG_CHECK(!requires_grad() || is_floating(dt), "to: cannot cast a tensor that requires grad to ", dtype_name(dt));
   Tensor y = empty(shape(), {dt, d});

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -326,12 +327,16 @@ Header parse_header(std::string_view text, const std::string& path) {
 // tile [0, data_size) with no gap or overlap. Nothing is allocated here.
 void check_entries(std::vector<Entry>& entries, int64_t data_size, const std::string& path) {
   for (const Entry& e : entries) {
-    int64_t nbytes = static_cast<int64_t>(dtype_size(e.dtype));
+    // Zero sizes count as 1 here, as in check_shape: [0, 2^40, 2^40] holds no bytes but
+    // has strides past int64, so it is refused whatever the order of its sizes.
+    int64_t nbytes = static_cast<int64_t>(dtype_size(e.dtype)), elements = 1;
     for (int64_t d : e.shape) {
       HG_CHECK(d >= 0, path, ": tensor ", quoted(e.name), " has a negative size in its shape ", shape_str(e.shape));
-      HG_CHECK(!__builtin_mul_overflow(nbytes, d, &nbytes), path, ": tensor ", quoted(e.name), " of shape ",
-               shape_str(e.shape), " would overflow a 64-bit byte count");
+      HG_CHECK(!__builtin_mul_overflow(nbytes, std::max<int64_t>(d, 1), &nbytes), path, ": tensor ", quoted(e.name),
+               " of shape ", shape_str(e.shape), " would overflow a 64-bit byte count");
+      elements *= d;
     }
+    if (elements == 0) nbytes = 0;
     HG_CHECK(e.begin >= 0 && e.begin <= e.end, path, ": tensor ", quoted(e.name), " has data_offsets [", e.begin,
              ", ", e.end, "], not 0 <= begin <= end");
     HG_CHECK(e.end - e.begin == nbytes, path, ": tensor ", quoted(e.name), " is ", format_dtype_name(e.dtype),
@@ -382,6 +387,42 @@ void read_at(int fd, void* dst, size_t n, uint64_t offset, const std::string& pa
     n -= static_cast<size_t>(got);
     offset += static_cast<uint64_t>(got);
   }
+}
+
+// The whole read after the file is known to be a regular one of file_size bytes.
+SafetensorsFile read_safetensors(int fd, uint64_t file_size, const std::string& path) {
+  HG_CHECK(file_size >= 8, path, ": the file is ", file_size,
+           " bytes, shorter than the 8-byte header length a safetensors file starts with");
+  unsigned char length[8];
+  read_at(fd, length, 8, 0, path);
+  uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
+  HG_CHECK(header_size <= kMaxHeaderBytes, path, ": the header length ", header_size, " is absurd (over ",
+           kMaxHeaderBytes, " bytes); this is not a safetensors file");
+  HG_CHECK(header_size <= file_size - 8, path, ": the header length ", header_size, " exceeds the ",
+           file_size - 8, " bytes that follow it (the file is truncated or not a safetensors file)");
+  std::string text(header_size, '\0');
+  read_at(fd, text.data(), text.size(), 8, path);
+  Header h = parse_header(text, path);
+  const uint64_t data_start = 8 + header_size;
+  check_entries(h.entries, static_cast<int64_t>(file_size - data_start), path);
+
+  SafetensorsFile out;
+  out.metadata = std::move(h.metadata);
+  for (const Entry& e : h.entries) {
+    Tensor t = empty(e.shape, {e.dtype, Device::cpu()});
+    const auto nbytes = static_cast<size_t>(e.end - e.begin);
+    if (nbytes > 0) read_at(fd, t.data_ptr(), nbytes, data_start + static_cast<uint64_t>(e.begin), path);
+    if (e.dtype == b8) {
+      // Any byte but 0 or 1 is not a C++ bool; reading it as one would be undefined.
+      const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+      for (size_t i = 0; i < nbytes; ++i)
+        HG_CHECK(bytes[i] <= 1, path, ": BOOL tensor ", quoted(e.name), " holds byte ", int{bytes[i]},
+                 " at element ", i, "; only 0 and 1 are booleans");
+    }
+    out.tensors.emplace(e.name, std::move(t));
+  }
+  return out;
 }
 
 }  // namespace
@@ -439,44 +480,21 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // A plain open() of a FIFO waits for a writer forever: O_NONBLOCK returns at once, and
+  // the type check below refuses it (on a regular file O_NONBLOCK changes nothing).
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   HG_CHECK(fd.get() >= 0, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   HG_CHECK(::fstat(fd.get(), &st) == 0, path, ": cannot stat: ", std::strerror(errno));
-  HG_CHECK(S_ISREG(st.st_mode), path, ": not a regular file");
-  const auto file_size = static_cast<uint64_t>(st.st_size);
-  HG_CHECK(file_size >= 8, path, ": the file is ", file_size,
-           " bytes, shorter than the 8-byte header length a safetensors file starts with");
-  unsigned char length[8];
-  read_at(fd.get(), length, 8, 0, path);
-  uint64_t header_size = 0;
-  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
-  HG_CHECK(header_size <= kMaxHeaderBytes, path, ": the header length ", header_size, " is absurd (over ",
-           kMaxHeaderBytes, " bytes); this is not a safetensors file");
-  HG_CHECK(header_size <= file_size - 8, path, ": the header length ", header_size, " exceeds the ",
-           file_size - 8, " bytes that follow it (the file is truncated or not a safetensors file)");
-  std::string text(header_size, '\0');
-  read_at(fd.get(), text.data(), text.size(), 8, path);
-  Header h = parse_header(text, path);
-  const uint64_t data_start = 8 + header_size;
-  check_entries(h.entries, static_cast<int64_t>(file_size - data_start), path);
-
-  SafetensorsFile out;
-  out.metadata = std::move(h.metadata);
-  for (const Entry& e : h.entries) {
-    Tensor t = empty(e.shape, {e.dtype, Device::cpu()});
-    const auto nbytes = static_cast<size_t>(e.end - e.begin);
-    if (nbytes > 0) read_at(fd.get(), t.data_ptr(), nbytes, data_start + static_cast<uint64_t>(e.begin), path);
-    if (e.dtype == b8) {
-      // Any byte but 0 or 1 is not a C++ bool; reading it as one would be undefined.
-      const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < nbytes; ++i)
-        HG_CHECK(bytes[i] <= 1, path, ": BOOL tensor ", quoted(e.name), " holds byte ", int{bytes[i]},
-                 " at element ", i, "; only 0 and 1 are booleans");
-    }
-    out.tensors.emplace(e.name, std::move(t));
+  HG_CHECK(S_ISREG(st.st_mode), path, ": not a regular file (",
+           S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : "a device",
+           "); a safetensors file must be a regular file");
+  try {
+    return read_safetensors(fd.get(), static_cast<uint64_t>(st.st_size), path);
+  } catch (const std::bad_alloc&) {
+    // A header of millions of empty tensors fits the 100 MB limit but not every machine.
+    throw Error(concat(path, ": out of memory while reading the header's tensors"));
   }
-  return out;
 }
 
 void save(const std::string& path, const StateDict& tensors) { save_safetensors(path, tensors); }
