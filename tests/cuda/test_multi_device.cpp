@@ -15,6 +15,7 @@
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
 
+#ifdef HG_CUDA_EMULATION
 using namespace hg;
 using Catch::Matchers::Contains;
 
@@ -32,7 +33,6 @@ void require_two_emulated_devices() {
 }
 }  // namespace
 
-#ifdef HG_CUDA_EMULATION
 TEST_CASE("the emulated runtime refuses work on a stream of another device", "[cuda][emu][multi-device]") {
   require_two_emulated_devices();
   const cuda::Stream s1 = cuda::new_stream(1);
