@@ -145,4 +145,103 @@ struct FilterRowsSource {
   HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
 };
 
+// The input gradient of one stride phase (DgradPhase, conv2d_indexing.h), for stride > 1:
+//   gx[phase rows (n, hi, wi), Cg] = gather [rows, Rp*Sp*Kg] · w [Rp*Sp*Kg, Cg]
+// with h = a + hi * sh, w = b + wi * sw, and columns j = (ri, si, k) for taps
+// r = r0 + ri * r_step, s = s0 + si * s_step, which all reach the row's pixel exactly. Row
+// indices stay below N*H*W < 2^31 (the caller checks), so they decode by FastDivmod too.
+struct PhaseIndex {
+  ConvShape s;
+  DgradPhase ph;
+  FastDivmod by_kg{s.Kg}, by_sp{ph.Sp > 0 ? ph.Sp : 1}, by_wp{ph.Wp > 0 ? ph.Wp : 1}, by_hp{ph.Hp > 0 ? ph.Hp : 1}, by_sh{s.sh}, by_sw{s.sw};
+  // Input pixel of phase row m: its batch entry n and position (h, w).
+  HG_DEVICE void pixel(int64_t m, int64_t& n, int64_t& h, int64_t& w) const {
+    uint32_t rest, wi, hi;
+    by_wp.divmod(static_cast<uint32_t>(m), rest, wi);
+    uint32_t nn;
+    by_hp.divmod(rest, nn, hi);
+    n = nn, h = ph.a + int64_t{hi} * s.sh, w = ph.b + int64_t{wi} * s.sw;
+  }
+  // Column j's tap (r, s) and filter k.
+  HG_DEVICE void column(int64_t j, int64_t& r, int64_t& t, uint32_t& k) const {
+    uint32_t tap, ri, si;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
+    by_sp.divmod(tap, ri, si);
+    r = ph.r0 + int64_t{ri} * ph.r_step, t = ph.s0 + int64_t{si} * ph.s_step;
+  }
+};
+
+template <class T>
+struct PhaseGatherSource {
+  using Element = T;
+  static constexpr bool kContiguousK = true;
+  struct Line {
+    const T* base;  // gy[n, 0, 0, g*Kg]
+    int64_t h, w;
+  };
+  const T* gy;
+  PhaseIndex ix;
+  HG_DEVICE Line line(int64_t g, int64_t m) const {
+    int64_t n, h, w;
+    ix.pixel(m, n, h, w);
+    return {gy + n * ix.s.P * ix.s.Q * ix.s.K + g * ix.s.Kg, h, w};
+  }
+  // The tap reaches the pixel exactly (num % stride == 0 by the phase); only the output's
+  // borders remain to check.
+  HG_DEVICE const T* at(const Line& l, int64_t r, int64_t t, uint32_t k) const {
+    const ConvShape& s = ix.s;
+    const int64_t num_h = l.h + s.ph - r * s.dh, num_w = l.w + s.pw - t * s.dw;
+    if (num_h < 0 || num_w < 0) return nullptr;
+    const int64_t p = ix.by_sh.div(static_cast<uint32_t>(num_h)), q = ix.by_sw.div(static_cast<uint32_t>(num_w));
+    if (p >= s.P || q >= s.Q) return nullptr;
+    return l.base + (p * s.Q + q) * s.K + k;
+  }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    return at(l, r, t, k);
+  }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    if (k + n > ix.s.Kg) return {nullptr, ChunkKind::elements};
+    const T* p = at(l, r, t, k);
+    return {p, p ? ChunkKind::copy : ChunkKind::zero};
+  }
+};
+
+// The phase's weights as its B, [Rp*Sp*Kg, Cg]: line j = (ri, si, k) along c.
+template <class T>
+struct PhaseFilterRowsSource {
+  using Element = T;
+  using Line = const T*;
+  static constexpr bool kContiguousK = false;
+  const T* w;
+  PhaseIndex ix;
+  HG_DEVICE Line line(int64_t g, int64_t j) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    const ConvShape& s = ix.s;
+    return w + (((g * s.Kg + k) * s.R + r) * s.S + t) * s.Cg;
+  }
+  HG_DEVICE Chunk<T> chunk(Line l, int64_t c, int) const { return {l + c, ChunkKind::copy}; }
+  HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
+};
+
+// Stores the phase's rows at their pixels of gx [N, H, W, C] (one rounding, as Epilogue).
+template <class T>
+struct PhaseEpilogue {
+  T* gx;
+  PhaseIndex ix;
+  HG_DEVICE void operator()(int64_t g, int64_t m, int64_t c, float acc) const {
+    int64_t n, h, w;
+    ix.pixel(m, n, h, w);
+    const ConvShape& s = ix.s;
+    gx[((n * s.H + h) * s.W + w) * s.C + g * s.Cg + c] = dev_store<T>(acc);
+  }
+};
+
 }  // namespace hg::cuda
