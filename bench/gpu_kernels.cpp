@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/kernel_log.h"
 #include "cuda/kernel_settings.h"
 #include "cuda/runtime.h"
 #include "cuda/stream.h"
@@ -33,6 +34,7 @@ struct Row {
   Row(std::string k, std::string s, std::string d) : kernel(std::move(k)), shape(std::move(s)), dtype(std::move(d)) {}
   std::string kernel, shape, dtype;
   double ours = NAN, vendor = NAN, max_rel_diff = NAN;
+  std::string ran;   // the kernels halfgrad actually launched (cuda::KernelLog), e.g. after a decline
   std::string note;  // why a number is missing
 };
 
@@ -85,7 +87,12 @@ void measure(Row& r, double flops, int runs, const std::function<void(int, const
              const std::function<void(int, const Tensor&)>& vendor, const Tensor& out_ours, const Tensor& out_vendor) {
   auto tflops = [&](const std::function<void(int, const Tensor&)>& f, const Tensor& out, const char* who) {
     try {
-      f(0, out);
+      f(0, out);  // first use: self-checks and one-time setup run here, outside the log
+      if (&out == &out_ours) {
+        const cuda::KernelLog log;
+        f(0, out);
+        r.ran = log.summary();
+      }
       return flops / (median_ms([&](int i) { f(i, out); }, runs) * 1e-3) * 1e-12;
     } catch (const std::exception& e) {
       r.note += std::string(r.note.empty() ? "" : "; ") + who + ": " + e.what();
@@ -106,14 +113,15 @@ std::string fmt(const char* f, double v) {
 }
 
 const char* kHeader =
-    "| kernel | shape | dtype | ours TFLOP/s | vendor TFLOP/s | ratio | max rel diff |\n"
-    "|---|---|---|---|---|---|---|\n";
+    "| kernel | shape | dtype | ours TFLOP/s | vendor TFLOP/s | ratio | max rel diff | ran (ours) |\n"
+    "|---|---|---|---|---|---|---|---|\n";
 
 // A table line; a row with an error points at its numbered note below the table.
 std::string line(const Row& r, int note_number) {
   const std::string diff = r.note.empty() ? fmt("%.2e", r.max_rel_diff) : "note " + std::to_string(note_number);
   return "| " + r.kernel + " | " + r.shape + " | " + r.dtype + " | " + fmt("%.1f", r.ours) + " | " +
-         fmt("%.1f", r.vendor) + " | " + fmt("%.2f", r.ours / r.vendor) + " | " + diff + " |\n";
+         fmt("%.1f", r.vendor) + " | " + fmt("%.2f", r.ours / r.vendor) + " | " + diff + " | " +
+         (r.ran.empty() ? "—" : r.ran) + " |\n";
 }
 
 // Prints each row as soon as it is measured, so that a run stopped by a time limit still
@@ -279,7 +287,8 @@ int main(int argc, char** argv) {
       "kernel switched off, 'wgmma' rows with it on: on a GPU other than sm_90 or if its self-check failed they "
       "run mma.sync too); vendor = cuBLAS "
       "(cublasGemmStridedBatchedEx) / cuDNN; f32 accurate's vendor is cuBLAS in plain f32 (it has no 3xTF32 mode); "
-      "max rel diff = max |ours - vendor| / max |vendor| over one output; conv shapes: cin->cout @HxW xbatch, 3x3, "
+      "max rel diff = max |ours - vendor| / max |vendor| over one output; ran (ours) = the kernels halfgrad's run "
+      "launched (copies included), which says whether a 'wgmma' row really ran wgmma; conv shapes: cin->cout @HxW xbatch, 3x3, "
       "padding 1, NHWC.\n";
   std::printf("\n%s", kHeader);
   Rows rows;

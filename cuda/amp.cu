@@ -29,16 +29,37 @@ struct GradBatch {
 };
 
 template <class T>
+struct alignas(16) Vec16 {
+  T v[16 / sizeof(T)];
+};
+
+// Scales x in place and returns 1 when the result is not finite.
+template <class T>
+HG_DEVICE int64_t unscale_one(T& x, compute_t<T> s) {
+  x = dev_store<T>(compute_t<T>(dev_load(x) * s));
+  return !math_isfinite(static_cast<double>(dev_load(x)));
+}
+
+// Gradients are streamed once: 16-byte loads and stores wherever the range starts 16-byte
+// aligned (chunks start kChunk elements apart, so they do when the tensor does), one
+// element at a time for the tail and for unaligned views.
+template <class T>
 HG_DEVICE int64_t unscale_range(void* data, int64_t begin, int64_t end, float inv) {
   using C = compute_t<T>;
+  constexpr int V = 16 / sizeof(T);
   T* p = static_cast<T*>(data);
   const C s = static_cast<C>(inv);
-  int64_t bad = 0;
-  for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
-    const T v = dev_store<T>(C(dev_load(p[k]) * s));
-    p[k] = v;
-    bad += !math_isfinite(static_cast<double>(dev_load(v)));
+  int64_t bad = 0, scalar_from = begin;
+  if (reinterpret_cast<uintptr_t>(p + begin) % 16 == 0) {
+    scalar_from = begin + (end - begin) / V * V;
+    for (int64_t k = begin + int64_t{threadIdx.x} * V; k < scalar_from; k += int64_t{blockDim.x} * V) {
+      Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(p + k);
+#pragma unroll
+      for (int j = 0; j < V; ++j) bad += unscale_one<T>(w.v[j], s);
+      *reinterpret_cast<Vec16<T>*>(p + k) = w;
+    }
   }
+  for (int64_t k = scalar_from + threadIdx.x; k < end; k += blockDim.x) bad += unscale_one<T>(p[k], s);
   return bad;
 }
 

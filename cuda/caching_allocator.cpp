@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <tuple>
 
 #include "cuda/cuda_api.h"
 #include "cuda/runtime.h"
 #include "framework/error.h"
+#include "framework/tensor.h"
 
 #if defined(HG_CUDA_EMULATION) && defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -59,7 +61,7 @@ CachingAllocator::Block* CachingAllocator::find_free(size_t size, void* stream) 
 }
 
 void* CachingAllocator::device_malloc(size_t size) {
-  HG_CUDA_CHECK(cudaSetDevice(device_));
+  const DeviceGuard guard(device_);
   void* p = nullptr;
   cudaError_t e = cudaMalloc(&p, size);
   if (e != cudaSuccess) {
@@ -125,15 +127,36 @@ void CachingAllocator::deallocate(void* p, size_t) {
     (b->size <= kSmallLimit ? small_free_ : large_free_).insert(b);
     return;
   }
-  // Work already issued on the other streams may still use the block.
+  // Work already issued on the other streams may still use the block. Freeing runs in
+  // destructors, so a CUDA failure here is reported rather than thrown: the block is then
+  // left out of the cache (never handed out again while that work might use it).
   Pending pending{b, {}};
-  for (const Stream& s : b->used_on) {
-    cudaEvent_t e = nullptr;
-    HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    HG_CUDA_CHECK(cudaEventRecord(e, static_cast<cudaStream_t>(s.handle())));
-    pending.events.push_back(e);
+  cudaError_t err = cudaSuccess;
+  {
+    int current = 0;
+    err = cudaGetDevice(&current);
+    if (err == cudaSuccess && current != device_) err = cudaSetDevice(device_);
+    for (const Stream& s : b->used_on) {
+      if (err != cudaSuccess) break;
+      cudaEvent_t e = nullptr;
+      err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+      if (err == cudaSuccess) {
+        pending.events.push_back(e);
+        err = cudaEventRecord(e, static_cast<cudaStream_t>(s.handle()));
+      }
+    }
+    if (current != device_ && cudaSetDevice(current) != cudaSuccess) cudaGetLastError();
   }
   b->used_on.clear();
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    for (void* e : pending.events) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+    stats_.cached -= static_cast<int64_t>(b->size);
+    std::fprintf(stderr, "halfgrad: cuda:%d: %s while freeing a block used on other streams; it is not reused\n",
+                 device_, cudaGetErrorString(err));
+    delete b;
+    return;
+  }
   pending_.push_back(std::move(pending));
 }
 
@@ -141,6 +164,8 @@ void CachingAllocator::record_stream(void* p, Stream s) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = active_.find(p);
   HG_CHECK(it != active_.end(), "CachingAllocator::record_stream: ", p, " is not an allocation in use on cuda:", device_);
+  HG_CHECK(s.device() == device_, "CachingAllocator::record_stream: a stream of cuda:", s.device(),
+           " cannot use memory of cuda:", device_);
   Block* b = it->second;
   if (s.handle() == b->stream) return;
   if (std::find(b->used_on.begin(), b->used_on.end(), s) == b->used_on.end()) b->used_on.push_back(s);
@@ -172,6 +197,7 @@ void CachingAllocator::collect_pending(bool wait) {
 
 void CachingAllocator::release_cached() {
   collect_pending(true);
+  const DeviceGuard guard(device_);
   for (FreeSet* pool : {&small_free_, &large_free_}) {
     for (Block* b : *pool) {
       HG_UNPOISON(b->ptr, b->size);
@@ -202,6 +228,18 @@ int64_t CachingAllocator::allocation_count() const { return stats().malloc_calls
 void CachingAllocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.peak = stats_.in_use;
+}
+
+void record_stream(const Tensor& t, Stream s) {
+  HG_CHECK(t.defined(), "record_stream: the tensor is undefined");
+  HG_CHECK(t.device().is_cuda() && t.device().index == s.device(), "record_stream: the tensor is on ", t.device().str(),
+           " and the stream on cuda:", s.device(), "; both must be on one cuda device");
+  // A view's data_ptr() may lie inside its block: the block is found by the storage's base.
+  // Memory the caching allocator did not hand out (none, or borrowed) has nothing to record.
+  const std::shared_ptr<Storage>& st = t.storage();
+  CachingAllocator& alloc = caching_allocator(s.device());
+  if (!st || !st->data || st->allocator != &alloc) return;
+  alloc.record_stream(st->data, s);
 }
 
 CachingAllocator& caching_allocator(int device) {

@@ -15,6 +15,10 @@
 #include "cuda/stream.h"
 #include "framework/storage.h"
 
+namespace hg {
+class Tensor;
+}
+
 namespace hg::cuda {
 
 struct CachingAllocatorStats {
@@ -86,6 +90,11 @@ class CachingAllocator : public Allocator {
   std::vector<Pending> pending_;
   CachingAllocatorStats stats_;
 };
+
+// The rule for tensors used on a stream other than the one current when they were made:
+// call record_stream(t, s) after issuing that work, or the memory may be handed out again
+// (to work on its own stream) while s still reads it. A no-op for s = t's own stream.
+void record_stream(const Tensor& t, Stream s);
 
 // The allocator of cuda:device (what memory_stats(Device::cuda(device)) reports).
 CachingAllocator& caching_allocator(int device = 0);

@@ -40,15 +40,29 @@ void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
 }
 
 // Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros.
+// With stride > 1 each stride phase runs as its own GEMM over the taps that reach it
+// (PhaseGatherSource), instead of sh * sw times the necessary products.
 void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
   if (conv_provider() == Provider::vendor) return vendor::conv2d_dgrad(gy, w, gx, p);
   const ConvShape s = conv_shape(gx, w, gy, p);
+  const bool phased = (s.sh > 1 || s.sw > 1) && s.N * s.H * s.W < (int64_t{1} << 31);
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
     const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
-      mma_gemm_auto<T, decltype(mode)::value>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * s.H * s.W, s.Cg,
-                                              s.R * s.S * s.Kg, GatherSource<T>{gy.data<T>(), s},
-                                              FilterRowsSource<T>{w.data<T>(), s},
-                                              Epilogue<T>{gx.data<T>(), s.Cg, s.C});
+      constexpr MmaMode kMode = decltype(mode)::value;
+      if (!phased) {
+        mma_gemm_auto<T, kMode>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * s.H * s.W, s.Cg, s.R * s.S * s.Kg,
+                                GatherSource<T>{gy.data<T>(), s}, FilterRowsSource<T>{w.data<T>(), s},
+                                Epilogue<T>{gx.data<T>(), s.Cg, s.C});
+        return;
+      }
+      for (int64_t a = 0; a < s.sh; ++a)
+        for (int64_t b = 0; b < s.sw; ++b) {
+          const PhaseIndex ix{s, dgrad_phase(s, a, b)};
+          if (ix.ph.Hp == 0 || ix.ph.Wp == 0) continue;  // an input smaller than the stride
+          mma_gemm_auto<T, kMode>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * ix.ph.Hp * ix.ph.Wp, s.Cg,
+                                  ix.ph.Rp * ix.ph.Sp * s.Kg, PhaseGatherSource<T>{gy.data<T>(), ix},
+                                  PhaseFilterRowsSource<T>{w.data<T>(), ix}, PhaseEpilogue<T>{gx.data<T>(), ix});
+        }
     });
     if (!on_tensor_cores) conv2d_dgrad_simt(gy, w, gx, p);
   });

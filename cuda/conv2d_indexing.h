@@ -50,4 +50,37 @@ HG_HOST_DEVICE int64_t dgrad_weight_offset(const ConvShape& s, int64_t g, int64_
   return ((g * s.Kg + k) * s.R * s.S + tap) * s.Cg + c;
 }
 
+// With stride > 1 an input pixel is reached only by the taps congruent to it: input pixels
+// fall into sh * sw phases (h % sh, w % sw), and the dgrad of one phase is a GEMM over the
+// taps that reach it alone (r = r0 + i * r_step, i < Rp; likewise s), instead of every tap
+// with the others' products zero. A phase with Rp or Sp 0 gets zeros.
+struct DgradPhase {
+  int64_t a, b;    // h % sh and w % sw of the phase's input pixels
+  int64_t Hp, Wp;  // how many input rows and columns the phase has
+  int64_t r0, r_step, Rp, s0, s_step, Sp;
+};
+
+// The taps t < taps with (i + pad - t * dilation) % stride == 0 for i % stride == phase: an
+// arithmetic progression (first, step, count).
+inline void dgrad_phase_taps(int64_t phase, int64_t stride, int64_t pad, int64_t dilation, int64_t taps,
+                             int64_t& first, int64_t& step, int64_t& count) {
+  first = -1, count = 0, step = 1;
+  for (int64_t t = 0; t < taps; ++t) {
+    if ((phase + pad - t * dilation) % stride != 0) continue;
+    if (count == 0) first = t;
+    else if (count == 1) step = t - first;
+    ++count;
+  }
+}
+
+inline DgradPhase dgrad_phase(const ConvShape& s, int64_t a, int64_t b) {
+  DgradPhase p{};
+  p.a = a, p.b = b;
+  p.Hp = s.H > a ? (s.H - a + s.sh - 1) / s.sh : 0;
+  p.Wp = s.W > b ? (s.W - b + s.sw - 1) / s.sw : 0;
+  dgrad_phase_taps(a, s.sh, s.ph, s.dh, s.R, p.r0, p.r_step, p.Rp);
+  dgrad_phase_taps(b, s.sw, s.pw, s.dw, s.S, p.s0, p.s_step, p.Sp);
+  return p;
+}
+
 }  // namespace hg::cuda

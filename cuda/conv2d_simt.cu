@@ -84,6 +84,14 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Co
   s.P = y.size(1), s.Q = y.size(2), s.G = p.groups, s.Kg = s.K / s.G;
   s.sh = p.stride[0], s.sw = p.stride[1], s.ph = p.padding[0], s.pw = p.padding[1];
   s.dh = p.dilation[0], s.dw = p.dilation[1];
+  // The tensor-core sources divide column indices and padded positions in 32 bits
+  // (cuda/conv2d_sources.h).
+  constexpr int64_t kMax = int64_t{1} << 31;
+  HG_CHECK(s.R * s.S * s.Cg < kMax && s.R * s.S * s.Kg < kMax && s.H + s.ph < kMax && s.W + s.pw < kMax &&
+               s.sh < kMax && s.sw < kMax,
+           "conv2d on ", y.device().str(), ": filters of R*S*C/groups = ", s.R * s.S * s.Cg, " and R*S*K/groups = ",
+           s.R * s.S * s.Kg, " elements, input ", s.H, "x", s.W, " with padding ", s.ph, ",", s.pw,
+           ": each must be below 2^31");
   return s;
 }
 

@@ -9,11 +9,15 @@
 // memory (channels are innermost) and becomes one 16-byte copy, or zeros where the tap falls
 // in the padding (im2col) or reaches no output (gather). Chunks that straddle two taps
 // (channel counts not a multiple of the chunk) and unaligned ones are read element by
-// element: any channel count is right, multiples of 8 are fast. Include from .cu only.
+// element: any channel count is right, multiples of 8 are fast. Column indices stay below
+// 2^31 (conv_shape checks), so splitting them into (tap, channel) and taps into (r, s) per
+// chunk takes FastDivmod's multiply-shifts, set up on the host with the source, instead of
+// 64-bit divisions. Include from .cu only.
 #pragma once
 #include <cstdint>
 
 #include "cuda/conv2d_indexing.h"
+#include "cuda/fast_divmod.h"
 #include "cuda/mma_gemm.h"
 
 namespace hg::cuda {
@@ -31,20 +35,30 @@ struct Im2colSource {
   };
   const T* x;
   ConvShape s;
+  FastDivmod by_cg{s.Cg}, by_s{s.S};
   HG_DEVICE Line line(int64_t g, int64_t m) const {
     const int64_t q = m % s.Q, p = m / s.Q % s.P, n = m / (s.Q * s.P);
     return {x + n * s.H * s.W * s.C + g * s.Cg, p * s.sh - s.ph, q * s.sw - s.pw};
   }
-  // Address of column kk, or nullptr in the padding.
-  HG_DEVICE const T* element(const Line& l, int64_t kk) const {
-    const int64_t c = kk % s.Cg, tap = kk / s.Cg;
-    const int64_t h = l.h0 + tap / s.S * s.dh, w = l.w0 + tap % s.S * s.dw;
+  // Address of channel c of tap `tap`, or nullptr in the padding.
+  HG_DEVICE const T* at(const Line& l, uint32_t tap, uint32_t c) const {
+    uint32_t r, t;
+    by_s.divmod(tap, r, t);
+    const int64_t h = l.h0 + int64_t{r} * s.dh, w = l.w0 + int64_t{t} * s.dw;
     if (h < 0 || h >= s.H || w < 0 || w >= s.W) return nullptr;
     return l.base + (h * s.W + w) * s.C + c;
   }
+  // Address of column kk, or nullptr in the padding.
+  HG_DEVICE const T* element(const Line& l, int64_t kk) const {
+    uint32_t tap, c;
+    by_cg.divmod(static_cast<uint32_t>(kk), tap, c);
+    return at(l, tap, c);
+  }
   HG_DEVICE Chunk<T> chunk(const Line& l, int64_t kk, int n) const {
-    if (kk % s.Cg + n > s.Cg) return {nullptr, ChunkKind::elements};  // straddles two taps
-    const T* p = element(l, kk);
+    uint32_t tap, c;
+    by_cg.divmod(static_cast<uint32_t>(kk), tap, c);
+    if (c + n > s.Cg) return {nullptr, ChunkKind::elements};  // straddles two taps
+    const T* p = at(l, tap, c);
     return {p, p ? ChunkKind::copy : ChunkKind::zero};
   }
 };
@@ -76,20 +90,38 @@ struct GatherSource {
   };
   const T* gy;
   ConvShape s;
+  FastDivmod by_kg{s.Kg}, by_s{s.S}, by_sh{s.sh}, by_sw{s.sw};
   HG_DEVICE Line line(int64_t g, int64_t m) const {
     const int64_t w = m % s.W, h = m / s.W % s.H, n = m / (s.W * s.H);
     return {gy + n * s.P * s.Q * s.K + g * s.Kg, h, w};
   }
-  HG_DEVICE const T* element(const Line& l, int64_t j) const {
-    const int64_t k = j % s.Kg, tap = j / s.Kg;
-    const int64_t p = output_reading(l.h, tap / s.S, s.sh, s.ph, s.dh, s.P);
-    const int64_t q = output_reading(l.w, tap % s.S, s.sw, s.pw, s.dw, s.Q);
+  // output_reading (conv2d_indexing.h) with the stride's division precomputed.
+  HG_DEVICE static int64_t reading(int64_t i, uint32_t t, const FastDivmod& stride, int64_t pad, int64_t dilation,
+                                   int64_t out) {
+    const int64_t num = i + pad - int64_t{t} * dilation;
+    if (num < 0) return -1;
+    uint32_t o, rest;
+    stride.divmod(static_cast<uint32_t>(num), o, rest);
+    return rest != 0 || o >= out ? -1 : int64_t{o};
+  }
+  HG_DEVICE const T* at(const Line& l, uint32_t tap, uint32_t k) const {
+    uint32_t r, t;
+    by_s.divmod(tap, r, t);
+    const int64_t p = reading(l.h, r, by_sh, s.ph, s.dh, s.P);
+    const int64_t q = reading(l.w, t, by_sw, s.pw, s.dw, s.Q);
     if (p < 0 || q < 0) return nullptr;
     return l.base + (p * s.Q + q) * s.K + k;
   }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const {
+    uint32_t tap, k;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
+    return at(l, tap, k);
+  }
   HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
-    if (j % s.Kg + n > s.Kg) return {nullptr, ChunkKind::elements};
-    const T* p = element(l, j);
+    uint32_t tap, k;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
+    if (k + n > s.Kg) return {nullptr, ChunkKind::elements};
+    const T* p = at(l, tap, k);
     return {p, p ? ChunkKind::copy : ChunkKind::zero};
   }
 };
@@ -103,12 +135,113 @@ struct FilterRowsSource {
   static constexpr bool kContiguousK = false;
   const T* w;
   ConvShape s;
+  FastDivmod by_kg{s.Kg};
   HG_DEVICE Line line(int64_t g, int64_t j) const {
-    const int64_t k = j % s.Kg, tap = j / s.Kg;
+    uint32_t tap, k;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
     return w + ((g * s.Kg + k) * s.R * s.S + tap) * s.Cg;
   }
   HG_DEVICE Chunk<T> chunk(Line l, int64_t c, int) const { return {l + c, ChunkKind::copy}; }
   HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
+};
+
+// The input gradient of one stride phase (DgradPhase, conv2d_indexing.h), for stride > 1:
+//   gx[phase rows (n, hi, wi), Cg] = gather [rows, Rp*Sp*Kg] · w [Rp*Sp*Kg, Cg]
+// with h = a + hi * sh, w = b + wi * sw, and columns j = (ri, si, k) for taps
+// r = r0 + ri * r_step, s = s0 + si * s_step, which all reach the row's pixel exactly. Row
+// indices stay below N*H*W < 2^31 (the caller checks), so they decode by FastDivmod too.
+struct PhaseIndex {
+  ConvShape s;
+  DgradPhase ph;
+  FastDivmod by_kg{s.Kg}, by_sp{ph.Sp > 0 ? ph.Sp : 1}, by_wp{ph.Wp > 0 ? ph.Wp : 1}, by_hp{ph.Hp > 0 ? ph.Hp : 1}, by_sh{s.sh}, by_sw{s.sw};
+  // Input pixel of phase row m: its batch entry n and position (h, w).
+  HG_DEVICE void pixel(int64_t m, int64_t& n, int64_t& h, int64_t& w) const {
+    uint32_t rest, wi, hi;
+    by_wp.divmod(static_cast<uint32_t>(m), rest, wi);
+    uint32_t nn;
+    by_hp.divmod(rest, nn, hi);
+    n = nn, h = ph.a + int64_t{hi} * s.sh, w = ph.b + int64_t{wi} * s.sw;
+  }
+  // Column j's tap (r, s) and filter k.
+  HG_DEVICE void column(int64_t j, int64_t& r, int64_t& t, uint32_t& k) const {
+    uint32_t tap, ri, si;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
+    by_sp.divmod(tap, ri, si);
+    r = ph.r0 + int64_t{ri} * ph.r_step, t = ph.s0 + int64_t{si} * ph.s_step;
+  }
+};
+
+template <class T>
+struct PhaseGatherSource {
+  using Element = T;
+  static constexpr bool kContiguousK = true;
+  struct Line {
+    const T* base;  // gy[n, 0, 0, g*Kg]
+    int64_t h, w;
+  };
+  const T* gy;
+  PhaseIndex ix;
+  HG_DEVICE Line line(int64_t g, int64_t m) const {
+    int64_t n, h, w;
+    ix.pixel(m, n, h, w);
+    return {gy + n * ix.s.P * ix.s.Q * ix.s.K + g * ix.s.Kg, h, w};
+  }
+  // The tap reaches the pixel exactly (num % stride == 0 by the phase); only the output's
+  // borders remain to check.
+  HG_DEVICE const T* at(const Line& l, int64_t r, int64_t t, uint32_t k) const {
+    const ConvShape& s = ix.s;
+    const int64_t num_h = l.h + s.ph - r * s.dh, num_w = l.w + s.pw - t * s.dw;
+    if (num_h < 0 || num_w < 0) return nullptr;
+    const int64_t p = ix.by_sh.div(static_cast<uint32_t>(num_h)), q = ix.by_sw.div(static_cast<uint32_t>(num_w));
+    if (p >= s.P || q >= s.Q) return nullptr;
+    return l.base + (p * s.Q + q) * s.K + k;
+  }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    return at(l, r, t, k);
+  }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    if (k + n > ix.s.Kg) return {nullptr, ChunkKind::elements};
+    const T* p = at(l, r, t, k);
+    return {p, p ? ChunkKind::copy : ChunkKind::zero};
+  }
+};
+
+// The phase's weights as its B, [Rp*Sp*Kg, Cg]: line j = (ri, si, k) along c.
+template <class T>
+struct PhaseFilterRowsSource {
+  using Element = T;
+  using Line = const T*;
+  static constexpr bool kContiguousK = false;
+  const T* w;
+  PhaseIndex ix;
+  HG_DEVICE Line line(int64_t g, int64_t j) const {
+    int64_t r, t;
+    uint32_t k;
+    ix.column(j, r, t, k);
+    const ConvShape& s = ix.s;
+    return w + (((g * s.Kg + k) * s.R + r) * s.S + t) * s.Cg;
+  }
+  HG_DEVICE Chunk<T> chunk(Line l, int64_t c, int) const { return {l + c, ChunkKind::copy}; }
+  HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
+};
+
+// Stores the phase's rows at their pixels of gx [N, H, W, C] (one rounding, as Epilogue).
+template <class T>
+struct PhaseEpilogue {
+  T* gx;
+  PhaseIndex ix;
+  HG_DEVICE void operator()(int64_t g, int64_t m, int64_t c, float acc) const {
+    int64_t n, h, w;
+    ix.pixel(m, n, h, w);
+    const ConvShape& s = ix.s;
+    gx[((n * s.H + h) * s.W + w) * s.C + g * s.Cg + c] = dev_store<T>(acc);
+  }
 };
 
 }  // namespace hg::cuda

@@ -15,6 +15,7 @@ struct Convert {
 void copy_cuda(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
+    const DeviceGuard guard(dst.device().index);  // the legacy stream of dst's device
     HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype()),
                                   cudaMemcpyDeviceToDevice,
                                   static_cast<cudaStream_t>(current_stream(dst.device().index).handle())));

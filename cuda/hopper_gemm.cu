@@ -277,17 +277,17 @@ const char* hopper_gemm_device_refusal(int device) {
   static const char* verdict[64];
   static bool known[64] = {};
   if (device < 0 || device >= 64 || device >= device_count()) return "the device does not exist";
-  if (is_emulated()) return "cuda:0 is the CPU emulation, which has no wgmma/TMA";
+  if (is_emulated()) return "the cuda devices are the CPU emulation, which has no wgmma/TMA";
   std::lock_guard<std::mutex> lock(mu);
   if (!known[device]) {
     cudaDeviceProp prop{};
     cudaFuncAttributes attr{};
     HG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    int current = 0;
-    HG_CUDA_CHECK(cudaGetDevice(&current));
-    HG_CUDA_CHECK(cudaSetDevice(device));
-    const cudaError_t fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float>);
-    HG_CUDA_CHECK(cudaSetDevice(current));
+    cudaError_t fa;
+    {
+      const DeviceGuard guard(device);  // the image is looked up on the current device
+      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float>);
+    }
     if (fa != cudaSuccess) cudaGetLastError();
     verdict[device] = prop.major != 9 || prop.minor != 0 ? "the device is not sm_90 (Hopper)"
                       : fa != cudaSuccess || attr.binaryVersion != 90

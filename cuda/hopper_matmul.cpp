@@ -1,98 +1,90 @@
-// The Hopper path of the cuda bmm and linear kernels, behind a self-check on first use
-// (cuda/hopper_matmul.h says why).
+// The Hopper path of the cuda bmm and linear kernels: the decline decision first
+// (cuda/hopper_plan.h, before any copy), then the self-check on first use
+// (cuda/hopper_self_check.h), then the copies the plan asks for and the launch.
 #include "cuda/hopper_matmul.h"
 
-#include <array>
-#include <atomic>
-#include <cmath>
 #include <cstdio>
 
 #include "cuda/hopper_gemm.h"
+#include "cuda/hopper_plan.h"
+#include "cuda/hopper_self_check.h"
+#include "cuda/kernel_log.h"
 #include "cuda/kernel_settings.h"
-#include "framework/generator.h"
-#include "ops/copy.h"
-#include "ops/matmul_kernels.h"
-#include "ops/random.h"
 
 namespace hg::cuda {
 namespace {
 
-HopperGemm describe(const Tensor& a, int64_t B, int64_t M, int64_t N, int64_t K, const Tensor& bt, const Tensor& out) {
-  // bt holds B^T: element (n, k) of batch z at bt[z * s0 + n * s1 + k].
-  HopperGemm g;
-  g.batches = B, g.M = M, g.N = N, g.K = K, g.ab_dtype = a.dtype();
-  g.a = a.data_ptr(), g.lda = a.strides()[1], g.batch_stride_a = a.size(0) == 1 ? 0 : a.strides()[0];
-  g.b = bt.data_ptr(), g.ldb = bt.strides()[1], g.batch_stride_b = bt.size(0) == 1 ? 0 : bt.strides()[0];
-  g.c = out.data_ptr(), g.c_dtype = out.dtype(), g.ldc = N, g.batch_stride_c = M * N;
-  g.device = out.device().index;
-  return g;
-}
-
-// Runs c = a · bt^T (+ bias) on the kernel if it applies; a [B, M, K] and bt [B, N, K] must
-// be K-contiguous.
-bool run(const Tensor& a, const Tensor& bt, const Tensor& bias, const Tensor& out) {
-  HopperGemm g = describe(a, out.size(0), a.size(1), bt.size(1), a.size(2), bt, out);
-  if (bias.defined()) g.bias = bias.data_ptr(), g.bias_dtype = bias.dtype();
-  return hopper_gemm(g);
-}
-
-// 0 not checked yet, 1 passed, -1 failed; per device and per A/B dtype (f16, bf16).
-std::array<std::array<std::atomic<int>, 2>, 16> g_state{};
-
-// A 2 x 200 x 136 x 200 product (ragged M, N and K tiles, a K tail) on the kernel against
-// the CPU's bmm of the same inputs; true when every element agrees within 1% of the row's
-// scale (f32 sums of f16/bf16 products, one rounding of the output).
-bool self_check(Device d, DType dt) {
-  Generator gen(20261129);
-  const Tensor a = randn({2, 200, 200}, {dt, Device::cpu()}, &gen), b = randn({2, 136, 200}, {dt, Device::cpu()}, &gen);
-  const Tensor want = empty({2, 200, 136}, {f32, Device::cpu()});
-  bmm_stub(Device::cpu(), a.to(f32), b.to(f32).transpose(1, 2), want);
-  Tensor got = full({2, 200, 136}, std::nan(""), {f32, d});
-  if (!run(a.to(d), b.to(d), Tensor(), got)) return false;
-  const Tensor host = got.to(Device::cpu()).contiguous();
-  const float* pg = host.data<float>();
-  const float* pw = want.data<float>();
-  for (int64_t i = 0; i < want.numel(); ++i)
-    if (!(std::abs(pg[i] - pw[i]) <= 0.01f * std::sqrt(200.0f))) return false;
-  return true;
-}
+HopperVerdicts g_verdicts;
 
 bool trusted(Device d, DType dt) {
-  if (!hopper_gemm_enabled() || d.index < 0 || d.index >= static_cast<int>(g_state.size())) return false;
-  if (hopper_gemm_device_refusal(d.index) != nullptr) return false;
-  std::atomic<int>& s = g_state[d.index][dt == DType::bf16 ? 1 : 0];
-  if (s.load() == 0) {
-    const bool ok = self_check(d, dt);
-    s.store(ok ? 1 : -1);
-    if (!ok)
+  return g_verdicts.trusted(d.index, dt, [&] {
+    const SelfCheckResult r = hopper_self_check(d, dt);
+    if (!r.passed)
       std::fprintf(stderr,
-                   "halfgrad: the Hopper GEMM kernel failed its self-check on %s in %s; using the mma.sync kernel "
-                   "instead\n",
-                   d.str().c_str(), dtype_name(dt));
-  }
-  return s.load() == 1;
+                   "halfgrad: the Hopper GEMM kernel failed its self-check on %s in %s (%s); using the mma.sync "
+                   "kernel instead\n",
+                   d.str().c_str(), dtype_name(dt), r.why.c_str());
+    return r;
+  });
 }
 
-bool applies(const Tensor& a, int64_t M) {
-  return (a.dtype() == DType::f16 || a.dtype() == DType::bf16) && M >= 64 && trusted(a.device(), a.dtype());
+// Whether the Hopper kernel could run at all here: the setting, the dtype, the device.
+bool device_ready(const Tensor& t) {
+  const DType dt = t.dtype();
+  return hopper_gemm_enabled() && (dt == DType::f16 || dt == DType::bf16) &&
+         hopper_gemm_device_refusal(t.device().index) == nullptr;
+}
+
+// A [B, rows, K] operand whose element (z, r, k) is at strides (sz, sr, sk).
+GemmOperandLayout layout(const Tensor& t, int64_t sz, int64_t sr, int64_t sk, int64_t rows, int64_t K) {
+  return {t.size(0), rows, K, sz, sr, sk, reinterpret_cast<uintptr_t>(t.data_ptr())};
+}
+
+// c = a · bt^T (+ bias) on the kernel; a [B, M, K] and bt [B, N, K] as the plan left them.
+bool run(const Tensor& a, const Tensor& bt, const Tensor& bias, const Tensor& out) {
+  HopperGemm g;
+  g.batches = out.size(0), g.M = a.size(1), g.N = bt.size(1), g.K = a.size(2), g.ab_dtype = a.dtype();
+  g.a = a.data_ptr(), g.lda = a.strides()[1], g.batch_stride_a = a.size(0) == 1 ? 0 : a.strides()[0];
+  g.b = bt.data_ptr(), g.ldb = bt.strides()[1], g.batch_stride_b = bt.size(0) == 1 ? 0 : bt.strides()[0];
+  g.c = out.data_ptr(), g.c_dtype = out.dtype(), g.ldc = g.N, g.batch_stride_c = g.M * g.N;
+  g.device = out.device().index;
+  if (bias.defined()) g.bias = bias.data_ptr(), g.bias_dtype = bias.dtype();
+  return hopper_gemm(g);
 }
 
 }  // namespace
 
 bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (!applies(a, a.size(1))) return false;
-  // The kernel reads A and B^T K-contiguous; other layouts are copied once, worth it only
-  // when the product is big next to the copy.
-  const bool a_ok = a.strides()[2] == 1, b_ok = b.strides()[1] == 1;
-  if ((!a_ok || !b_ok) && a.size(1) * b.size(2) < 256 * 256) return false;
-  const Tensor a_k = a_ok ? a : a.contiguous();
-  const Tensor bt = b_ok ? b.transpose(1, 2) : b.transpose(1, 2).contiguous();
+  if (!device_ready(a)) return false;
+  const int64_t M = a.size(1), K = a.size(2), N = b.size(2);
+  // B^T (n, k) of batch z is b[z, k, n].
+  const HopperPlan plan =
+      plan_hopper_gemm(a.dtype(), layout(a, a.strides()[0], a.strides()[1], a.strides()[2], M, K),
+                       layout(b, b.strides()[0], b.strides()[2], b.strides()[1], N, K), true);
+  if (plan.decline) {
+    note_slow_path("bmm (Hopper kernel declined)", plan.decline);
+    return false;
+  }
+  if (!trusted(a.device(), a.dtype())) return false;
+  const Tensor a_k = plan.copy_a ? a.contiguous() : a;
+  const Tensor bt = plan.copy_b ? b.transpose(1, 2).contiguous() : b.transpose(1, 2);
+  if (plan.copy_b) note_slow_path("bmm (Hopper kernel)", "B is not K-contiguous: transposed into a temporary first");
   return run(a_k, bt, Tensor(), out);
 }
 
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
-  if (!applies(x, x.size(0)) || x.strides()[1] != 1 || w.strides()[1] != 1) return false;
-  return run(x.unsqueeze(0), w.unsqueeze(0), bias, out.view({1, out.size(0), out.size(1)}));
+  if (!device_ready(x)) return false;
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  const Tensor x3 = x.unsqueeze(0), w3 = w.unsqueeze(0);
+  const HopperPlan plan =
+      plan_hopper_gemm(x.dtype(), layout(x3, 0, x.strides()[0], x.strides()[1], M, K),
+                       layout(w3, 0, w.strides()[0], w.strides()[1], N, K), false);
+  if (plan.decline) {
+    note_slow_path("linear (Hopper kernel declined)", plan.decline);
+    return false;
+  }
+  if (!trusted(x.device(), x.dtype())) return false;
+  return run(x3, w3, bias, out.view({1, M, N}));
 }
 
 }  // namespace hg::cuda

@@ -1,9 +1,10 @@
 // bmm and linear on the Hopper kernel (cuda/hopper_gemm.h) when it applies: f16/bf16 on an
-// sm_90 GPU, aligned operands, big enough shapes. The kernel has to earn its place: the
-// first time a device would use it for a dtype, it runs a small GEMM with ragged borders
-// and compares it with the CPU's product; if they disagree the Hopper path is switched
-// off for that device and dtype, with one line on stderr saying so, and the mma.sync
-// kernel runs instead. kernel_settings' hopper_gemm_enabled() (HG_HOPPER_GEMM=off) switches it off for A/B runs.
+// sm_90 GPU, aligned operands, big enough shapes (cuda/hopper_plan.h decides, before any
+// copy; a decline is said once per reason on stderr). The kernel has to earn its place: the
+// first time a device would use it for a dtype, it runs small GEMMs with ragged borders and
+// compares them with an f64 reference (cuda/hopper_self_check.h); if they disagree, or the
+// check throws, the Hopper path is switched off for that device and dtype, with one line on
+// stderr saying so, and the mma.sync kernel runs instead. kernel_settings' hopper_gemm_enabled() (HG_HOPPER_GEMM=off) switches it off for A/B runs.
 #pragma once
 #include "framework/tensor.h"
 
@@ -11,7 +12,8 @@ namespace hg::cuda {
 
 // out[b] = a[b] · bm[b] (the bmm_stub contract) on the Hopper kernel; false (nothing done)
 // where it does not apply or has not passed its check. A row-major b (N contiguous) is
-// transposed into a temporary first, since the kernel reads B K-contiguous.
+// transposed into a temporary first when the product is big enough to pay for it, since
+// the kernel reads B K-contiguous.
 bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out);
 // out = x · w^T + bias (the linear_stub contract) with the bias fused; false likewise.
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);

@@ -1,8 +1,11 @@
 // Launch-configuration checks against the device's limits, shared by native and emulated
 // launches so a bad configuration fails the same way in CI as on a GPU.
+#include <map>
 #include <mutex>
+#include <utility>
 #include <vector>
 
+#include "cuda/kernel_log.h"
 #include "cuda/launch_config.h"
 #include "cuda/runtime.h"
 #include "framework/error.h"
@@ -21,8 +24,22 @@ const cudaDeviceProp& properties(int device) {
   return props[static_cast<size_t>(device)];
 }
 
+std::mutex g_raised_mu;
+std::map<std::pair<const void*, int>, size_t> g_raised;
+
 std::string dims(dim3 d) { return detail::concat("(", d.x, ", ", d.y, ", ", d.z, ")"); }
 }  // namespace
+
+size_t shared_limit_raised(const void* kernel, int device) {
+  std::lock_guard<std::mutex> lock(g_raised_mu);
+  const auto it = g_raised.find({kernel, device});
+  return it == g_raised.end() ? 0 : it->second;
+}
+
+void mark_shared_limit_raised(const void* kernel, int device, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_raised_mu);
+  g_raised[{kernel, device}] = bytes;
+}
 
 void check_launch(const LaunchConfig& cfg) {
   const int dev = cfg.stream.device();
@@ -45,6 +62,7 @@ void check_launch(const LaunchConfig& cfg) {
   HG_CHECK(cfg.shared_bytes <= p.sharedMemPerBlockOptin, kernel, ": ", cfg.shared_bytes,
            " bytes of dynamic shared memory per block exceed the ", p.sharedMemPerBlockOptin, " bytes cuda:", dev,
            " (", p.name, ") allows");
+  log_kernel_launch(cfg.name);
 }
 
 }  // namespace hg::cuda

@@ -21,4 +21,9 @@ struct LaunchConfig {
 // y, z <= 65535, none zero), dynamic shared memory above the device's opt-in limit.
 void check_launch(const LaunchConfig& cfg);
 
+// The dynamic shared memory limit launch() last set for kernel on device with
+// cudaFuncSetAttribute (0: none), and recording a new one.
+size_t shared_limit_raised(const void* kernel, int device);
+void mark_shared_limit_raised(const void* kernel, int device, size_t bytes);
+
 }  // namespace hg::cuda

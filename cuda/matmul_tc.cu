@@ -5,11 +5,13 @@
 // Provider::vendor runs them on cuBLAS instead (cuda/vendor/vendor_ops.h).
 // claims: tensor cores
 #include "cuda/hopper_matmul.h"
+#include "cuda/kernel_log.h"
 #include "cuda/kernel_settings.h"
 #include "cuda/matmul_simt.h"
 #include "cuda/mma_dispatch.h"
 #include "cuda/mma_gemm.h"
 #include "cuda/mma_sources.h"
+#include "cuda/operand_alignment.h"
 #include "cuda/vendor/vendor_ops.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
@@ -23,6 +25,12 @@ namespace {
 template <class T, MmaMode Mode, class Out>
 void tc_gemm(int device, const char* name, int64_t B, int64_t M, int64_t N, int64_t K, const T* a,
              const int64_t (&sa)[3], const T* b, const int64_t (&sb)[3], const Out& out) {
+  const auto slow = [&](const T* p, int64_t bs, int64_t sr, int64_t rows, int64_t sk) {
+    const char* why = operand_slow_path(reinterpret_cast<uintptr_t>(p), sizeof(T), B == 1 ? 0 : bs, sr, rows, sk, K);
+    if (why) note_slow_path(name, why);
+  };
+  slow(a, sa[0], sa[1], M, sa[2]);
+  slow(b, sb[0], sb[2], N, sb[1]);
   with_source<T>(a, sa[0], sa[1], M, sa[2], K, [&](const auto& src_a) {
     with_source<T>(b, sb[0], sb[2], N, sb[1], K, [&](const auto& src_b) {
       mma_gemm_auto<T, Mode>(device, name, B, M, N, K, src_a, src_b, out);

@@ -37,9 +37,11 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "cuda/device_types.h"
+#include "cuda/kernel_log.h"
 #include "cuda/launch.h"
 #include "cuda/mma_smem_layout.h"
 #include "cuda/primitives/barrier.h"
@@ -345,12 +347,13 @@ void mma_gemm(int device, const char* name, int64_t batches, int64_t M, int64_t 
   const auto cap = [](int64_t tiles, int64_t limit) { return static_cast<unsigned>(std::min(tiles, limit)); };
   const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM, int64_t{1} << 20), cap((N + Tile::BN - 1) / Tile::BN, 65535),
                   cap(batches, 65535));
+  static const std::string variant = "mma.sync " + std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN);
   launch(mma_gemm_kernel<Tile, Mode, SrcA, SrcB, Out>,
          {.grid = grid,
           .block = dim3(Tile::kThreads),
           .shared_bytes = mma_gemm_shared_bytes<Tile, SrcA, SrcB>(),
           .stream = current_stream(device),
-          .name = name},
+          .name = kernel_label(name, variant)},
          batches, M, N, K, a, b, out);
 }
 

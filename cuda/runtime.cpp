@@ -2,6 +2,8 @@
 // allocator, and host<->device transfers.
 #include "cuda/runtime.h"
 
+#include <cstdio>
+
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_api.h"
 #include "framework/allocator.h"
@@ -60,6 +62,7 @@ void transfer(const Tensor& dst, const Tensor& src) {
   const Device d = dst.device().is_cpu() ? src.device() : dst.device();
   const cudaMemcpyKind kind = dst.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
   const Stream s = current_stream(d.index);
+  const DeviceGuard guard(d.index);
   HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), n, kind, static_cast<cudaStream_t>(s.handle())));
   s.synchronize();
 }
@@ -91,6 +94,24 @@ std::string device_name(int device) {
   cudaDeviceProp p;
   HG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   return is_emulated() ? std::string(p.name) + " (emulated on the CPU)" : std::string(p.name);
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  HG_CHECK(device >= 0 && device < device_count(), "cuda:", device, " does not exist: ", device_count(),
+           " CUDA device(s) available");
+  int current = 0;
+  HG_CUDA_CHECK(cudaGetDevice(&current));
+  if (current == device) return;
+  HG_CUDA_CHECK(cudaSetDevice(device));
+  previous_ = current;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ < 0) return;
+  if (const cudaError_t e = cudaSetDevice(previous_); e != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "halfgrad: could not make cuda:%d current again: %s\n", previous_, cudaGetErrorString(e));
+  }
 }
 
 void check(int err, const char* what, const char* file, int line) {

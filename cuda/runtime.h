@@ -1,6 +1,6 @@
 // The CUDA runtime as halfgrad sees it: device discovery, error checking with the
 // runtime's own message, and the hook that makes Device::automatic() pick a GPU. Under
-// -Dcuda-emulation=true the one device, cuda:0, is the CPU emulation of cuda/emu/.
+// -Dcuda-emulation=true the devices (cuda:0 and cuda:1) are the CPU emulation of cuda/emu/.
 #pragma once
 #include <string>
 
@@ -15,6 +15,21 @@ bool is_emulated();
 // The device's name as the runtime reports it, "(emulated on the CPU)" appended under
 // the emulation. Throws hg::Error for a device that does not exist.
 std::string device_name(int device = 0);
+// Makes `device` the calling thread's current CUDA device for the guard's lifetime, then
+// restores the one that was current (no runtime call when they are the same). Every call
+// that acts on "the current device" (launches, the legacy default stream, stream and event
+// creation, cudaMalloc) runs under one, so work lands on the device its tensors live on.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();  // never throws: a failure to switch back is reported on stderr
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;  // -1: nothing to restore
+};
+
 // Throws hg::Error "<what>: <CUDA error string> (<file>:<line>)" when err is not success.
 void check(int err, const char* what, const char* file, int line);
 

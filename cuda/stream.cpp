@@ -23,7 +23,10 @@ void check_device(int device) {
 }
 }  // namespace
 
-void Stream::synchronize() const { HG_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_))); }
+void Stream::synchronize() const {
+  const DeviceGuard guard(device_);  // the default stream (nullptr) is the current device's
+  HG_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+}
 
 Stream default_stream(int device) {
   check_device(device);
@@ -32,13 +35,11 @@ Stream default_stream(int device) {
 
 Stream new_stream(int device) {
   check_device(device);
-  int previous = 0;
-  HG_CUDA_CHECK(cudaGetDevice(&previous));
-  HG_CUDA_CHECK(cudaSetDevice(device));
   cudaStream_t s = nullptr;
-  const cudaError_t err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  HG_CUDA_CHECK(cudaSetDevice(previous));
-  HG_CUDA_CHECK(err);
+  {
+    const DeviceGuard guard(device);
+    HG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
   // Streams live until the process ends (Stream is a plain handle); kept here so that
   // they stay reachable, and leak checkers agree.
   static std::mutex mu;
@@ -60,31 +61,46 @@ StreamGuard::StreamGuard(Stream s) : previous_(current_stream(s.device())) {
 
 StreamGuard::~StreamGuard() { t_current[previous_.device()] = previous_; }
 
-Event::Event(bool timing) : timing_(timing) {
-  cudaEvent_t e = nullptr;
-  HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
-  event_ = e;
-}
+// The CUDA event is made at the first record(), on the stream's device (an event can only
+// be recorded on streams of the device it was created on); a record on another device
+// replaces it with one made there.
+Event::Event(bool timing) : timing_(timing) {}
 
-Event::~Event() {
-  if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+Event::~Event() { release(); }
+
+void Event::release() noexcept {
+  if (!event_) return;
+  if (cudaEventDestroy(static_cast<cudaEvent_t>(event_)) != cudaSuccess) cudaGetLastError();
+  event_ = nullptr;
 }
 
 Event::Event(Event&& o) noexcept
-    : event_(std::exchange(o.event_, nullptr)), timing_(o.timing_), recorded_(o.recorded_) {}
+    : event_(std::exchange(o.event_, nullptr)), device_(o.device_), timing_(o.timing_),
+      recorded_(std::exchange(o.recorded_, false)) {}
 
 Event& Event::operator=(Event&& o) noexcept {
   if (this != &o) {
-    if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    release();
     event_ = std::exchange(o.event_, nullptr);
+    device_ = o.device_;
     timing_ = o.timing_;
-    recorded_ = o.recorded_;
+    recorded_ = std::exchange(o.recorded_, false);
   }
   return *this;
 }
 
 void Event::record(Stream s) {
-  HG_CHECK(event_, "Event::record: the event was moved from");
+  const DeviceGuard guard(s.device());
+  if (event_ && device_ != s.device()) {
+    release();
+    recorded_ = false;
+  }
+  if (!event_) {
+    cudaEvent_t e = nullptr;
+    HG_CUDA_CHECK(cudaEventCreateWithFlags(&e, timing_ ? cudaEventDefault : cudaEventDisableTiming));
+    event_ = e;
+    device_ = s.device();
+  }
   HG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(s.handle())));
   recorded_ = true;
 }
@@ -107,12 +123,15 @@ bool Event::done() const {
 
 void Event::block(Stream s) const {
   HG_CHECK(recorded_, "Event::block: the event was never recorded; call record(stream) first");
+  const DeviceGuard guard(s.device());
   HG_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s.handle()), static_cast<cudaEvent_t>(event_), 0));
 }
 
 float Event::elapsed_ms(const Event& end) const {
   HG_CHECK(timing_ && end.timing_, "Event::elapsed_ms: both events must be made with timing = true");
   HG_CHECK(recorded_ && end.recorded_, "Event::elapsed_ms: both events must be recorded first");
+  HG_CHECK(device_ == end.device_, "Event::elapsed_ms: the events were recorded on cuda:", device_, " and cuda:",
+           end.device_, "; both must be on one device");
   end.synchronize();
   float ms = 0;
   HG_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(event_), static_cast<cudaEvent_t>(end.event_)));

@@ -42,7 +42,8 @@ class StreamGuard {
   Stream previous_;
 };
 
-// A point in a stream's work. record() marks it; synchronize() waits for it on the host;
+// A point in a stream's work, on the device of the stream it was last recorded on.
+// record() marks it; synchronize() waits for it on the host;
 // Stream work issued after wait_on() runs after it; elapsed_ms() times two recorded events.
 class Event {
  public:
@@ -62,7 +63,9 @@ class Event {
   bool recorded() const { return recorded_; }
 
  private:
-  void* event_ = nullptr;
+  void release() noexcept;
+  void* event_ = nullptr;  // a cudaEvent_t, made by the first record()
+  int device_ = -1;
   bool timing_ = true, recorded_ = false;
 };
 

@@ -1,6 +1,7 @@
-// The CUDA runtime API on the host, for the emulated device. Every call checks what the
-// real runtime checks (known device pointers, ranges inside one allocation, valid handles)
-// and answers with the same error codes, so the backend's error paths run in CI too.
+// The CUDA runtime API on the host, for the emulated devices. Every call checks what the
+// real runtime checks (known device pointers, ranges inside one allocation, valid handles,
+// streams and events of the current device) and answers with the same error codes, so the
+// backend's error paths, multi-device ones included, run in CI too.
 #include "cuda/emu/runtime_api.h"
 
 #include <unistd.h>
@@ -26,12 +27,21 @@ size_t default_memory_limit() {
   return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : size_t{8} << 30;
 }
 
-// Device allocations by start address, for cudaFree and for the range checks of copies.
+constexpr int kDevices = 2;
+
+struct Block {
+  size_t size;
+  int device;
+};
+
+// Device allocations by start address, for cudaFree and for the range checks of copies;
+// each device has its own limit and count.
 struct DeviceMemory {
   std::mutex mu;
-  std::map<uintptr_t, size_t> blocks;
-  size_t allocated = 0;
+  std::map<uintptr_t, Block> blocks;
+  size_t allocated[kDevices] = {};
   size_t limit = default_memory_limit();
+  size_t launches[kDevices] = {};
 
   // True when [p, p+n) lies inside one allocation.
   bool contains(const void* p, size_t n) {
@@ -40,7 +50,7 @@ struct DeviceMemory {
     auto it = blocks.upper_bound(a);
     if (it == blocks.begin()) return false;
     --it;
-    return a - it->first <= it->second && n <= it->second - (a - it->first);
+    return a - it->first <= it->second.size && n <= it->second.size - (a - it->first);
   }
 };
 
@@ -49,7 +59,8 @@ DeviceMemory& memory() {
   return m;
 }
 
-int t_device = 0;
+// The current device is per host thread, as in CUDA.
+thread_local int t_device = 0;
 
 }  // namespace
 
@@ -58,6 +69,7 @@ struct CUstream_st {
 };
 
 struct CUevent_st {
+  int device = 0;
   bool timing = true;
   bool recorded = false;
   std::chrono::steady_clock::time_point when;
@@ -65,12 +77,12 @@ struct CUevent_st {
 
 cudaError_t cudaGetDeviceCount(int* count) {
   if (!count) return fail(cudaErrorInvalidValue);
-  *count = 1;
+  *count = kDevices;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice);
+  if (device < 0 || device >= kDevices) return fail(cudaErrorInvalidDevice);
   t_device = device;
   return cudaSuccess;
 }
@@ -83,7 +95,7 @@ cudaError_t cudaGetDevice(int* device) {
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return fail(cudaErrorInvalidValue);
-  if (device != 0) return fail(cudaErrorInvalidDevice);
+  if (device < 0 || device >= kDevices) return fail(cudaErrorInvalidDevice);
   *prop = {};
   std::strncpy(prop->name, "halfgrad CUDA emulation (sm_80 model)", sizeof(prop->name) - 1);
   prop->totalGlobalMem = memory().limit;
@@ -137,19 +149,19 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   DeviceMemory& m = memory();
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    if (size > m.limit - m.allocated) return fail(cudaErrorMemoryAllocation);
-    m.allocated += size;
+    if (size > m.limit - std::min(m.allocated[t_device], m.limit)) return fail(cudaErrorMemoryAllocation);
+    m.allocated[t_device] += size;
   }
   // Exactly `size` bytes, so AddressSanitizer sees the true end of the allocation; 256-byte
   // alignment as cudaMalloc guarantees.
   void* p = nullptr;
   if (posix_memalign(&p, 256, size) != 0) {
     std::lock_guard<std::mutex> lock(m.mu);
-    m.allocated -= size;
+    m.allocated[t_device] -= size;
     return fail(cudaErrorMemoryAllocation);
   }
   std::lock_guard<std::mutex> lock(m.mu);
-  m.blocks.emplace(reinterpret_cast<uintptr_t>(p), size);
+  m.blocks.emplace(reinterpret_cast<uintptr_t>(p), Block{size, t_device});
   *ptr = p;
   return cudaSuccess;
 }
@@ -161,7 +173,7 @@ cudaError_t cudaFree(void* ptr) {
     std::lock_guard<std::mutex> lock(m.mu);
     auto it = m.blocks.find(reinterpret_cast<uintptr_t>(ptr));
     if (it == m.blocks.end()) return fail(cudaErrorInvalidDevicePointer);
-    m.allocated -= it->second;
+    m.allocated[it->second.device] -= it->second.size;
     m.blocks.erase(it);
   }
   std::free(ptr);
@@ -172,7 +184,7 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   if (!free || !total) return fail(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(memory().mu);
   *total = memory().limit;
-  *free = memory().limit - std::min(memory().allocated, memory().limit);
+  *free = memory().limit - std::min(memory().allocated[t_device], memory().limit);
   return cudaSuccess;
 }
 
@@ -228,7 +240,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlag
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (!event) return fail(cudaErrorInvalidValue);
-  *event = new CUevent_st{(flags & cudaEventDisableTiming) == 0, false, {}};
+  *event = new CUevent_st{t_device, (flags & cudaEventDisableTiming) == 0, false, {}};
   return cudaSuccess;
 }
 
@@ -238,8 +250,11 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+// An event records on streams of the device it was made on; the default stream (nullptr)
+// is the current device's.
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event) return fail(cudaErrorInvalidResourceHandle);
+  if (event->device != (stream ? stream->device : t_device)) return fail(cudaErrorInvalidResourceHandle);
   event->recorded = true;
   event->when = std::chrono::steady_clock::now();
   return cudaSuccess;
@@ -261,14 +276,36 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 
 namespace hg::cuda::emu {
 
+cudaError_t begin_launch(cudaStream_t stream) {
+  if (stream && stream->device != t_device) return fail(cudaErrorInvalidResourceHandle);
+  std::lock_guard<std::mutex> lock(memory().mu);
+  ++memory().launches[t_device];
+  return cudaSuccess;
+}
+
+size_t launches(int device) {
+  std::lock_guard<std::mutex> lock(memory().mu);
+  return device >= 0 && device < kDevices ? memory().launches[device] : 0;
+}
+
+int device_of(const void* p) {
+  DeviceMemory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = m.blocks.upper_bound(a);
+  if (it == m.blocks.begin()) return -1;
+  --it;
+  return a - it->first < it->second.size ? it->second.device : -1;
+}
+
 void set_memory_limit(size_t bytes) {
   std::lock_guard<std::mutex> lock(memory().mu);
   memory().limit = bytes ? bytes : default_memory_limit();
 }
 
-size_t memory_allocated() {
+size_t memory_allocated(int device) {
   std::lock_guard<std::mutex> lock(memory().mu);
-  return memory().allocated;
+  return device >= 0 && device < kDevices ? memory().allocated[device] : 0;
 }
 
 cudaError_t set_last_error(cudaError_t err) { return fail(err); }

@@ -1,6 +1,7 @@
 // The subset of the CUDA runtime API that halfgrad's backend uses, implemented on the host
-// for the emulated device: device memory is host memory, streams and events are host
-// objects, and work runs synchronously when it is issued. Names and signatures follow
+// for two emulated devices (so that multi-GPU device handling is tested too): device
+// memory is host memory, streams and events are host objects of the device current when
+// they were made, and work runs synchronously when it is issued. Names and signatures follow
 // cuda_runtime_api.h so cuda/ compiles unchanged against either.
 #pragma once
 #include <cstddef>
@@ -107,11 +108,19 @@ cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int) {
 }
 
 namespace hg::cuda::emu {
-// Caps the emulated device's memory so tests can exercise out-of-memory paths; 0 restores
+// Caps each emulated device's memory so tests can exercise out-of-memory paths; 0 restores
 // the default (half the host's physical memory).
 void set_memory_limit(size_t bytes);
-// Bytes currently held by cudaMalloc on the emulated device.
-size_t memory_allocated();
+// Bytes currently held by cudaMalloc on emulated cuda:device.
+size_t memory_allocated(int device = 0);
+// Called by every emulated launch before the grid runs: as the real runtime, a kernel may
+// only be launched on a stream of the current device (cudaErrorInvalidResourceHandle
+// otherwise); counts the launch for that device.
+cudaError_t begin_launch(cudaStream_t stream);
+// Kernels launched so far on emulated cuda:device.
+size_t launches(int device);
+// The device whose cudaMalloc holds address p, or -1 when none does.
+int device_of(const void* p);
 // Records err as the thread's last error (as a failed launch does) and returns it.
 cudaError_t set_last_error(cudaError_t err);
 }  // namespace hg::cuda::emu

@@ -103,3 +103,37 @@ TEST_CASE("output_reading solves i = o*stride - pad + t*dilation", "[cuda][index
   CHECK(output_reading(8, 0, 2, 0, 1, 4) == -1);  // o = 4 is past the end
   CHECK(output_reading(6, 0, 2, 0, 1, 4) == 3);
 }
+
+TEST_CASE("a dgrad stride phase's taps are exactly those that reach its pixels", "[cuda][indexing][conv2d]") {
+  for (int64_t stride = 1; stride <= 4; ++stride)
+    for (int64_t dilation = 1; dilation <= 4; ++dilation)
+      for (int64_t pad = 0; pad <= 3; ++pad)
+        for (int64_t taps = 1; taps <= 7; ++taps)
+          for (int64_t phase = 0; phase < stride; ++phase) {
+            INFO("stride " << stride << " dilation " << dilation << " pad " << pad << " taps " << taps << " phase "
+                           << phase);
+            int64_t first = 0, step = 0, count = 0;
+            hg::cuda::dgrad_phase_taps(phase, stride, pad, dilation, taps, first, step, count);
+            std::vector<int64_t> progression, reaching;
+            for (int64_t i = 0; i < count; ++i) progression.push_back(first + i * step);
+            // Every input position of the phase (several periods of it) is reached by the
+            // same taps: those whose output position is a whole number.
+            for (int64_t t = 0; t < taps; ++t)
+              if ((phase + pad - t * dilation) % stride == 0) reaching.push_back(t);
+            REQUIRE(progression == reaching);
+            for (int64_t i = phase; i < phase + 4 * stride; i += stride)
+              for (int64_t t = 0; t < taps; ++t) {
+                if (i + pad - t * dilation < 0) continue;  // left of the output: reached by none
+                const bool in = std::find(reaching.begin(), reaching.end(), t) != reaching.end();
+                REQUIRE((hg::cuda::output_reading(i, t, stride, pad, dilation, 1000) >= 0) == in);
+              }
+          }
+  // The phases partition the input: 7 rows at stride 3 are 3 + 2 + 2.
+  ConvShape s{};
+  s.H = 7, s.W = 5, s.R = 3, s.S = 3, s.sh = 3, s.sw = 2, s.ph = 1, s.pw = 1, s.dh = 1, s.dw = 1;
+  REQUIRE(hg::cuda::dgrad_phase(s, 0, 0).Hp == 3);
+  REQUIRE(hg::cuda::dgrad_phase(s, 1, 0).Hp == 2);
+  REQUIRE(hg::cuda::dgrad_phase(s, 2, 1).Hp == 2);
+  REQUIRE(hg::cuda::dgrad_phase(s, 0, 0).Wp == 3);
+  REQUIRE(hg::cuda::dgrad_phase(s, 0, 1).Wp == 2);
+}

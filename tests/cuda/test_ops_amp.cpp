@@ -21,15 +21,24 @@ TEST_CASE("the multi-tensor unscale on cuda matches the CPU, counts and flag inc
     cpu.push_back(g.clone());
     dev.push_back(g.to(kCuda));
   }
+  // A view one element into its storage: not 16-byte aligned, so the kernel's per-element
+  // path runs instead of its 16-byte loads (each clone below keeps the offset).
+  const Tensor whole = test::random_input({4100}, f16, 60, -6e4, 6e4).to(kCuda);
+  cpu.push_back(whole.narrow(0, 1, 4099).to(Device::cpu()));
+  const auto offset_clone = [&] {
+    const Tensor w = whole.clone();
+    return w.narrow(0, 1, 4099);
+  };
   for (const float inv : {1.0f / 65536.0f, 4.0f}) {  // 4: f16 values above 16376 overflow when unscaled
     INFO("inv_scale " << inv);
     std::vector<Tensor> c, d;
     for (size_t i = 0; i < cpu.size(); ++i) {
       c.push_back(cpu[i].clone());
-      d.push_back(dev[i].clone());
+      d.push_back(i < dev.size() ? dev[i].clone() : offset_clone());
     }
-    Tensor inv_c = scalar_tensor(inv), found_c = scalar_tensor(0.0), counts_c = full({6}, -1, {i64});
-    Tensor inv_d = inv_c.to(kCuda), found_d = found_c.to(kCuda), counts_d = full({6}, -1, {i64, kCuda});
+    const int64_t n = static_cast<int64_t>(c.size());
+    Tensor inv_c = scalar_tensor(inv), found_c = scalar_tensor(0.0), counts_c = full({n}, -1, {i64});
+    Tensor inv_d = inv_c.to(kCuda), found_d = found_c.to(kCuda), counts_d = full({n}, -1, {i64, kCuda});
     unscale_and_check_stub(Device::cpu(), c, inv_c, found_c, counts_c);
     unscale_and_check_stub(kCuda, d, inv_d, found_d, counts_d);
     REQUIRE(counts_d.to(Device::cpu()).to_vector<int64_t>() == counts_c.to_vector<int64_t>());
