@@ -115,16 +115,20 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
       const int64_t taps = tr.count * ts.count * g.Kg;
       for (int64_t grp = 0; grp < g.G; ++grp) {
         // B^T: rows are input channels c, k runs over (r, s, filter) as the gather does.
+        // The column taps run backwards (tap ss is s = first + (count-1-ss)*step), so
+        // the gather walks gy's columns forwards and reads whole kernel rows at once.
         koff.resize(static_cast<size_t>(taps));
         for (int64_t rr = 0; rr < tr.count; ++rr)
           for (int64_t ss = 0; ss < ts.count; ++ss)
             for (int64_t k = 0; k < g.Kg; ++k)
               koff[static_cast<size_t>((rr * ts.count + ss) * g.Kg + k)] =
-                  (((grp * g.Kg + k) * g.R + tr.first + rr * tr.step) * g.S + ts.first + ss * ts.step) * g.Cg;
+                  (((grp * g.Kg + k) * g.R + tr.first + rr * tr.step) * g.S + ts.first +
+                   (ts.count - 1 - ss) * ts.step) * g.Cg;
+        const int64_t dj = ts.step * g.dw / g.sw, oj = (b + g.pw - ts.first * g.dw) / g.sw - (ts.count - 1) * dj;
         const gemm::Matrix<T> wcols{w, 1, 0, koff.data()};
         const gemm::ConvRows<Wide<T>> gyf{{gy, g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
-                                     (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1,
-                                     (b + g.pw - ts.first * g.dw) / g.sw, -(ts.step * g.dw / g.sw)}};
+                                           (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1, oj,
+                                           ts.count > 1 ? dj : 1}};
         const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
                              g.sh * g.W * g.C, g.sw * g.C, 1};
         // A phase no tap reaches gets a sum of nothing: zeros.

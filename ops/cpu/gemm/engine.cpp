@@ -70,6 +70,36 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
 #endif
 }
 
+void micro_kernel_half(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
+#ifdef HG_GEMM_AVX2
+  __m256 c0, c1, c2, c3, c4, c5;
+  if (first) {
+    c0 = c1 = c2 = c3 = c4 = c5 = _mm256_setzero_ps();
+  } else {
+    c0 = _mm256_loadu_ps(c), c1 = _mm256_loadu_ps(c + ldc), c2 = _mm256_loadu_ps(c + 2 * ldc);
+    c3 = _mm256_loadu_ps(c + 3 * ldc), c4 = _mm256_loadu_ps(c + 4 * ldc), c5 = _mm256_loadu_ps(c + 5 * ldc);
+  }
+  const float *a0 = a, *a1 = a + kc, *a2 = a + 2 * kc, *a3 = a + 3 * kc, *a4 = a + 4 * kc, *a5 = a + 5 * kc;
+  for (int64_t k = 0; k < kc; ++k, b += NR) {
+    const __m256 b0 = _mm256_loadu_ps(b);
+    c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a0 + k), b0, c0);
+    c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a1 + k), b0, c1);
+    c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a2 + k), b0, c2);
+    c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a3 + k), b0, c3);
+    c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a4 + k), b0, c4);
+    c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a5 + k), b0, c5);
+  }
+  _mm256_storeu_ps(c, c0), _mm256_storeu_ps(c + ldc, c1), _mm256_storeu_ps(c + 2 * ldc, c2);
+  _mm256_storeu_ps(c + 3 * ldc, c3), _mm256_storeu_ps(c + 4 * ldc, c4), _mm256_storeu_ps(c + 5 * ldc, c5);
+#else
+  portable_kernel(kc, a, b, c, ldc, first);
+#endif
+}
+
+void micro_kernel_half(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first) {
+  portable_kernel(kc, a, b, c, ldc, first);
+}
+
 void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first) {
   portable_kernel(kc, a, b, c, ldc, first);
 }

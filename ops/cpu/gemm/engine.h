@@ -42,6 +42,10 @@ struct Epilogue {
 // one sequential chain of fused multiply-adds in k order.
 void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first);
 void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first);
+// The same for a B panel whose columns past NR/2 are padding: only c's first NR/2 columns
+// are computed (the rest of the tile is left as it was, and never stored).
+void micro_kernel_half(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first);
+void micro_kernel_half(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first);
 
 // Writes rows [m0, m0 + mn) x columns [n0, n0 + nn) of the tile c (row stride ldc) through the epilogue.
 template <class Acc>
@@ -124,9 +128,14 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
       else
         b.pack(pb, n0, nn, k0, kc, NR);
       a.pack_rows(pa, m0, mn, k0, kc, MR);
-      for (int64_t j = 0; j < np; ++j)
+      for (int64_t j = 0; j < np; ++j) {
+        const bool half = nn - j * NR <= NR / 2;
         for (int64_t i = 0; i < mp; ++i)
-          micro_kernel(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);
+          if (half)
+            micro_kernel_half(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);
+          else
+            micro_kernel(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);
+      }
     }
     store_tile(pc, ldc, m0, mn, n0, nn, out, ep);
   }

@@ -129,10 +129,9 @@ struct ConvGeometry {
 
   // Walks taps [t, end) (t at `at`) of pixel p in runs of contiguous memory (or of zeros),
   // calling f(src or nullptr, offset from t, length). A run is a tap's channels, or a whole
-  // kernel row's when channels and columns are contiguous and in the image; `split` (or 0)
-  // also ends runs at multiples of it from t.
+  // kernel row's when channels and columns are contiguous and in the image.
   template <class F>
-  void runs(const Pixel& p, Tap at, int64_t t, int64_t end, int64_t split, F&& f) const {
+  void runs(const Pixel& p, Tap at, int64_t t, int64_t end, F&& f) const {
     const T* img = x + p.z * H * W * C + c0;
     const int64_t u = p.i * mi + oi, v = p.j * mj + oj, SC = S * Cg, first = t;
     const bool row_in = dj == 1 && C == Cg && v >= 0 && v + S - 1 < W;
@@ -151,7 +150,6 @@ struct ConvGeometry {
         if (vv >= 0 && vv < W) src = img + (uu * W + vv) * C + c;
       }
       len = std::min(len, end - t);
-      if (split) len = std::min(len, split - (t - first) % split);
       f(src, t - first, len);
       t += len;
       c += len;
@@ -181,7 +179,7 @@ struct ConvRows : ConvGeometry<T> {
       const int64_t rows = std::min(R, rn - p0);
       for (int64_t i = 0; i < rows; ++i, this->next(px)) {
         Acc* row = dst + i * kc;
-        this->runs(px, at, k0, k0 + kc, 0, [&](const T* src, int64_t off, int64_t len) { fill_run(src, row + off, len); });
+        this->runs(px, at, k0, k0 + kc, [&](const T* src, int64_t off, int64_t len) { fill_run(src, row + off, len); });
       }
       std::fill(dst + rows * kc, dst + R * kc, Acc(0));
     }
@@ -192,19 +190,19 @@ struct ConvRows : ConvGeometry<T> {
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  // Packs for the B side only (R == NR, a constant so the panel arithmetic is shifts).
+  // Packs for the B side only (R == NR, rn <= NC): each pixel's taps are gathered into a
+  // contiguous line in whole runs (kernel rows where possible), then copied panel by panel.
   void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t) const {
     constexpr int64_t R = NR;
+    const int64_t panels = (rn + R - 1) / R;
+    Acc line[NC + NR];
+    std::fill(line + rn, line + panels * R, Acc(0));
     const auto at = this->tap(r0);
     auto px = this->pixel(k0);
     for (int64_t k = 0; k < kc; ++k, this->next(px)) {
-      // Row q of the block lives in panel q / R at position q % R.
-      this->runs(px, at, r0, r0 + rn, R, [&](const T* src, int64_t q, int64_t len) {
-        fill_run(src, dst + (q / R) * R * kc + k * R + q % R, len);
-      });
+      this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_run(src, line + q, len); });
+      for (int64_t p = 0; p < panels; ++p) std::copy_n(line + p * R, R, dst + p * R * kc + k * R);
     }
-    const int64_t last = (rn - 1) / R;
-    zero_rows(dst + last * R * kc, rn - last * R, R, kc);
   }
 };
 
