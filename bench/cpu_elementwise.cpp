@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
     };
   });
   add_row("upsample x2 (per input)", [&](DType dt) { return [x = input(dt, 1)] { upsample(x); }; });
+  add_row("upsample x2 bilinear fwd+bwd", [&](DType dt) {
+    return [x = input(dt, 1).set_requires_grad(), g = full({16, 128, 128, 8}, 1.0, {dt})] {
+      upsample(x, 2, UpsampleMode::bilinear).backward(g);
+    };
+  });
   add_row("batch_norm train fwd", [&](DType dt) {
     return [x = input(dt, 1), w = ones({8}), b = zeros({8})] { batch_norm(x, w, b, Tensor(), Tensor(), true); };
   });

@@ -26,7 +26,8 @@ Span window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t
 // the value when it is larger or NaN (NaN wins, as in PyTorch). Returns the first channel
 // left to the scalar loop: the vector body covers whole groups of 8.
 template <class T, class Cmp>
-int64_t max_step8(const T* v, Cmp* best, int32_t* idx, int32_t id, int64_t C) {
+int64_t max_step8([[maybe_unused]] const T* v, [[maybe_unused]] Cmp* best, [[maybe_unused]] int32_t* idx,
+                  [[maybe_unused]] int32_t id, [[maybe_unused]] int64_t C) {
   int64_t c = 0;
 #ifdef HG_VEC8
   if constexpr (vec::kVec8<T>) {
