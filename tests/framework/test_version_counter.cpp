@@ -114,3 +114,24 @@ TEST_CASE("a second backward through a retained graph still works when nothing w
   l.backward();
   CHECK(w.grad().to_vector<double>() == std::vector<double>{20, 40});
 }
+
+TEST_CASE("convolution, batch norm, softmax and loss targets are checked too", "[autograd][version]") {
+  Tensor x = ones({1, 3, 3, 2}), w = ones({1, 1, 1, 2}).set_requires_grad();
+  Tensor c = sum(conv2d(x, w));
+  fill_(x, 2.0);
+  CHECK_THROWS_WITH(c.backward(), modified && Catch::Contains("backward of conv2d: its input 0"));
+
+  Tensor h = randn({4, 3}).set_requires_grad(), gamma = ones({3}).set_requires_grad();
+  Tensor bn = sum(batch_norm(h, gamma, Tensor(), Tensor(), Tensor(), true) * h);
+  copy_(gamma, full({3}, 2.0));
+  CHECK_THROWS_WITH(bn.backward(), modified && Catch::Contains("backward of batch_norm: its input 1"));
+
+  Tensor logits = randn({2, 3}).set_requires_grad();
+  Tensor s = sum(softmax(logits, 1) * logits);
+  Tensor labels = from_data<int64_t>({0, 2}, {2});
+  Tensor ce = cross_entropy(logits, labels);
+  fill_(labels, 1.0);  // cross_entropy's backward reads the targets
+  CHECK_THROWS_WITH(ce.backward(), modified && Catch::Contains("backward of cross_entropy: its target (i64[2])"));
+  s.backward();  // softmax's own saved output was not touched
+  CHECK(logits.grad().defined());
+}
