@@ -1,10 +1,12 @@
 // A character-level language model: the small GPT of models/gpt.h trained on the text
 // halfgrad ships (README.md and docs/*.md) in fp32, amp (f16 autocast + GradScaler) and
 // bf16 autocast, from the same initial weights and batches; prints the loss curves and
-// exits 1 unless amp's and bf16's final losses are within stated tolerances of fp32's
-// (~12 s of CPU for the default 200 steps).
+// exits 1 unless the trained models' held-out losses are within a stated tolerance of
+// fp32's (~11 s of CPU for the default 200 steps).
 // Then an f16-hostile setting (attention logits scaled up 10^6-fold) and what the
-// debugging tools say about it.  Usage: char_lm [--steps N] [--source DIR]
+// debugging tools say about it.  Usage: char_lm [--steps N] [--source DIR] [--threads N]
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,11 +24,12 @@ using namespace hg;
 
 namespace {
 
-// How far the final loss (the mean of the last 10 steps) may lie from fp32's, in nats.
-// Measured: amp within 0.01 of fp32 at 40 and 300 steps; bf16, with 8x f16's rounding
-// error, drifts further (0.08 lower at both), so its bound is looser.
-constexpr double kAmpTolerance = 0.05;
-constexpr double kBf16Tolerance = 0.2;
+// How far a trained model's held-out loss may lie from the fp32 model's, in nats.
+// Measured at 120 / 200 / 300 steps: amp -0.107 / -0.054 / -0.064 (always lower: the
+// trajectories part after ~20 steps; the scaler alone changes nothing in fp32, checked),
+// bf16 -0.040 / -0.002 / -0.004. A bound of 0.15 (5% of the loss) holds with a margin.
+constexpr double kAmpTolerance = 0.15;
+constexpr double kBf16Tolerance = 0.15;
 
 std::string read_corpus(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files{root / "README.md"};
@@ -62,16 +65,31 @@ enum class Mode { fp32, amp, bf16 };
 
 struct Setup {
   GPTConfig config;
-  std::shared_ptr<data::Dataset> data;
+  std::shared_ptr<data::Dataset> data, held_out;  // the first 90% of the text, the rest
   int steps = 0;
+};
+
+struct Run {
+  std::vector<double> losses;  // training loss per step
+  double held_out = 0;         // fp32 loss of the trained model on 256 held-out windows
 };
 
 Tensor lm_loss(GPT& model, const data::Example& b) {
   return cross_entropy(model(b.input).to(f32), b.target);
 }
 
-// Trains from the seed-0 initial weights on the seed-1 batch order; returns the losses.
-std::vector<double> train(const Setup& s, Mode mode) {
+// The trained model's fp32 loss on a fixed sample of held-out windows: unlike the last
+// training losses, it does not depend on which batches the last steps happened to draw.
+double held_out_loss(const Setup& s, GPT& model) {
+  NoGrad ng;
+  data::DataLoader loader(s.held_out, {.batch_size = 64, .seed = 2});
+  double total = 0;
+  for (int i = 0; i < 4; ++i) total += lm_loss(model, *loader.next()).item<double>();
+  return total / 4;
+}
+
+// Trains from the seed-0 initial weights on the seed-1 batch order.
+Run train(const Setup& s, Mode mode) {
   manual_seed(0);
   GPT model(s.config);
   optim::Adam opt(model.named_parameters(), {.lr = 3e-3});
@@ -93,14 +111,7 @@ std::vector<double> train(const Setup& s, Mode mode) {
     opt.zero_grad();
     losses.push_back(loss.item<double>());
   }
-  return losses;
-}
-
-double tail_mean(const std::vector<double>& v) {
-  const size_t n = std::min<size_t>(10, v.size());
-  double s = 0;
-  for (size_t i = v.size() - n; i < v.size(); ++i) s += v[i];
-  return s / static_cast<double>(n);
+  return {losses, held_out_loss(s, model)};
 }
 
 // The same model with attention logits scaled by 10^6: in f32 the softmax saturates but
@@ -149,21 +160,26 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows up line by line in CI logs
   Setup s;
   s.steps = 200;
+  // This model's tensors are too small to split well: one thread takes ~12 s of CPU,
+  // while two spend most of their time waiting for each other on a busy machine.
+  int threads = 1;
   const char* env = std::getenv("HG_SOURCE_DIR");
   std::filesystem::path source = env ? env : HG_SOURCE_DIR;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--steps") s.steps = std::atoi(argv[i + 1]);
     else if (a == "--source") source = argv[i + 1];
+    else if (a == "--threads") threads = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: char_lm [--steps N] [--source DIR]\n");
+      std::fprintf(stderr, "usage: char_lm [--steps N] [--source DIR] [--threads N]\n");
       return 2;
     }
   }
-  if (s.steps < 10) {
-    std::fprintf(stderr, "char_lm: --steps must be at least 10\n");
+  if (s.steps < 10 || threads < 1) {
+    std::fprintf(stderr, "char_lm: --steps must be at least 10 and --threads at least 1\n");
     return 2;
   }
+  omp_set_num_threads(threads);
   std::string text;
   try {
     text = read_corpus(source);
@@ -184,19 +200,22 @@ int main(int argc, char** argv) {
     if (c == 0) c = vocab++;
   for (unsigned char ch : text) ids.push_back(code[ch]);
   s.config = {.vocab_size = vocab, .block_size = 32, .n_layer = 2, .n_head = 2, .n_embd = 48};
-  s.data = std::make_shared<CharWindows>(from_vector(ids, {static_cast<int64_t>(ids.size())}, {i64}), 32);
+  const Tensor tokens = from_vector(ids, {static_cast<int64_t>(ids.size())}, {i64});
+  const int64_t split = tokens.size(0) * 9 / 10;
+  s.data = std::make_shared<CharWindows>(tokens.narrow(0, 0, split), 32);
+  s.held_out = std::make_shared<CharWindows>(tokens.narrow(0, split, tokens.size(0) - split), 32);
   std::printf("corpus: %zu characters, vocabulary %d; GPT %lld layers, %lld heads, width %lld; %d steps\n",
               text.size(), vocab, static_cast<long long>(s.config.n_layer), static_cast<long long>(s.config.n_head),
               static_cast<long long>(s.config.n_embd), s.steps);
 
-  std::vector<std::vector<double>> curves;
-  for (Mode m : {Mode::fp32, Mode::amp, Mode::bf16}) curves.push_back(train(s, m));
-  std::printf("\n%6s %8s %8s %8s\n", "step", "fp32", "amp", "bf16");
+  std::vector<Run> runs;
+  for (Mode m : {Mode::fp32, Mode::amp, Mode::bf16}) runs.push_back(train(s, m));
+  std::printf("\ntraining loss\n%6s %8s %8s %8s\n", "step", "fp32", "amp", "bf16");
   for (int i = 0; i < s.steps; ++i)
     if (i % 10 == 0 || i == s.steps - 1)
-      std::printf("%6d %8.4f %8.4f %8.4f\n", i, curves[0][i], curves[1][i], curves[2][i]);
-  const double f = tail_mean(curves[0]), a = tail_mean(curves[1]), b = tail_mean(curves[2]);
-  std::printf("final loss (mean of the last 10 steps): fp32 %.4f, amp %.4f (%+.4f, tolerance %.2f), "
+      std::printf("%6d %8.4f %8.4f %8.4f\n", i, runs[0].losses[i], runs[1].losses[i], runs[2].losses[i]);
+  const double f = runs[0].held_out, a = runs[1].held_out, b = runs[2].held_out;
+  std::printf("held-out loss of the trained models (fp32 evaluation): fp32 %.4f, amp %.4f (%+.4f, tolerance %.2f), "
               "bf16 %.4f (%+.4f, tolerance %.2f); at the start ln(vocab) = %.4f\n",
               f, a, a - f, kAmpTolerance, b, b - f, kBf16Tolerance, std::log(vocab));
   hostile(s);

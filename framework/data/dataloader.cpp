@@ -61,4 +61,23 @@ void DataLoader::load_state(LoaderState s) {
   epoch_ended_ = false;
 }
 
+StateDict DataLoader::state_dict() const {
+  auto i64_scalar = [](int64_t v) { return from_data<int64_t>({v}, {}, {i64}); };
+  return {{"epoch", i64_scalar(state_.epoch)},
+          {"batch", i64_scalar(state_.batch)},
+          {"seed", i64_scalar(static_cast<int64_t>(options_.seed))}};
+}
+
+void DataLoader::load_state_dict(const StateDict& sd) {
+  for (const char* key : {"epoch", "batch", "seed"}) {
+    auto it = sd.find(key);
+    HG_CHECK(it != sd.end() && it->second.defined() && it->second.dtype() == i64 && it->second.numel() == 1,
+             "DataLoader::load_state_dict: expected a 0-d i64 tensor '", key, "' (from DataLoader::state_dict)");
+  }
+  const uint64_t seed = static_cast<uint64_t>(sd.at("seed").item<int64_t>());
+  HG_CHECK(seed == options_.seed, "DataLoader::load_state_dict: the state was saved by a loader with seed ", seed,
+           ", this loader's seed is ", options_.seed, " (its batches would differ)");
+  load_state({sd.at("epoch").item<int64_t>(), sd.at("batch").item<int64_t>()});
+}
+
 }  // namespace hg::data

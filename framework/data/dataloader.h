@@ -4,12 +4,14 @@
 //   data::DataLoader loader(dataset, {.batch_size = 32, .seed = 1});
 //   for (int epoch = 0; epoch < 10; ++epoch)
 //     while (auto batch = loader.next()) train(batch->input, batch->target);
+//   checkpoint.sections["loader"] = loader.state_dict();   // resume: loader.load_state_dict(...)
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <optional>
 
 #include "framework/data/dataset.h"
+#include "framework/state_dict.h"
 
 namespace hg::data {
 
@@ -39,6 +41,10 @@ class DataLoader {
   LoaderState state() const { return state_; }
   // Resumes at a saved position; hg::Error (and no change) if it is outside the data.
   void load_state(LoaderState s);
+  // The position as 0-d i64 tensors "epoch", "batch" and "seed" (a Checkpoint section);
+  // loading refuses, changing nothing, a state of another seed or outside the data.
+  StateDict state_dict() const;
+  void load_state_dict(const StateDict& sd);
   const DataLoaderOptions& options() const { return options_; }
 
  private:

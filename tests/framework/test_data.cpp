@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "halfgrad.h"
+#include "tests/temp_dir.h"
 
 using namespace hg;
 
@@ -87,4 +88,23 @@ TEST_CASE("Dataset::get_batch stacks examples of a custom dataset", "[data]") {
   CHECK(b->target.to_vector<double>() == std::vector<double>{0, 1, 4});
   CHECK_THROWS_WITH(data::DataLoader(numbered(3), {.batch_size = 0}), Catch::Contains("batch_size must be positive"));
   CHECK_THROWS_WITH(data::TensorDataset(zeros({3, 1}), zeros({4})), Catch::Contains("inputs hold 3 examples but targets 4"));
+}
+
+TEST_CASE("DataLoader's state_dict goes through a checkpoint and resumes the same batches", "[data][checkpoint]") {
+  test::TempDir dir;
+  data::DataLoader a(numbered(17), {.batch_size = 4, .seed = 3});
+  a.next();
+  Checkpoint ck;
+  ck.sections["loader"] = a.state_dict();
+  save_checkpoint(dir / "ck.safetensors", ck);
+  auto rest = epoch(a);
+  data::DataLoader b(numbered(17), {.batch_size = 4, .seed = 3});
+  b.load_state_dict(load_checkpoint(dir / "ck.safetensors").sections.at("loader"));
+  CHECK(b.state().batch == 1);
+  CHECK(epoch(b) == rest);
+  data::DataLoader other_seed(numbered(17), {.batch_size = 4, .seed = 4});
+  CHECK_THROWS_WITH(other_seed.load_state_dict(ck.sections["loader"]),
+                    Catch::Contains("saved by a loader with seed 3, this loader's seed is 4"));
+  CHECK(other_seed.state().batch == 0);
+  CHECK_THROWS_WITH(b.load_state_dict({}), Catch::Contains("expected a 0-d i64 tensor 'epoch'"));
 }

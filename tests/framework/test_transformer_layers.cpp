@@ -129,3 +129,16 @@ TEST_CASE("MultiheadAttention passes gradcheck through its input", "[nn][transfo
   Tensor x = randn({1, 3, 4}, {f64}, &g).set_requires_grad();
   CHECK(gradcheck([&](const TensorList& in) { return mha(in[0]); }, {x}));
 }
+
+TEST_CASE("MultiheadAttention drops attention weights in training only", "[nn][transformer]") {
+  manual_seed(9);
+  nn::MultiheadAttention drop(8, 2, {.causal = true, .dropout = 0.5});
+  manual_seed(9);
+  nn::MultiheadAttention plain(8, 2, {.causal = true});
+  Generator g(10);
+  Tensor x = randn({2, 5, 8}, {f32}, &g);
+  CHECK_FALSE(allclose(drop(x), plain(x)));
+  drop.eval();
+  CHECK(allclose(drop(x), plain(x)));
+  CHECK_THROWS_WITH(nn::MultiheadAttention(8, 2, {.dropout = 1.0}), Catch::Contains("dropout must be in [0, 1)"));
+}

@@ -11,6 +11,8 @@ using namespace hg;
 
 namespace {
 
+Tensor as_tensor(const std::vector<double>& v, const Shape& s) { return from_vector(v, s, {f64}); }
+
 // Naive f64 layer norm of rows of length n, with weight and bias per position.
 std::vector<double> layer_norm_ref(const std::vector<double>& x, int64_t n, const std::vector<double>& w,
                                    const std::vector<double>& b, double eps) {
@@ -26,13 +28,6 @@ std::vector<double> layer_norm_ref(const std::vector<double>& x, int64_t n, cons
   return y;
 }
 
-bool close(const std::vector<double>& a, const std::vector<double>& b, double rtol, double atol) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!(std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i]))) return false;
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("layer_norm matches an f64 reference; f16/bf16 keep f32 statistics", "[layer_norm]") {
@@ -42,7 +37,7 @@ TEST_CASE("layer_norm matches an f64 reference; f16/bf16 keep f32 statistics", "
   Tensor w = uniform({6, 10}, 0.5, 2, {f64}, &g), b = uniform({6, 10}, -1, 1, {f64}, &g);
   const std::vector<double> ref = layer_norm_ref(x.to_vector<double>(), 60, w.to_vector<double>(),
                                                  b.to_vector<double>(), 1e-5);
-  CHECK(close(layer_norm(x, {6, 10}, w, b).to_vector<double>(), ref, 1e-12, 1e-12));
+  CHECK(allclose(layer_norm(x, {6, 10}, w, b), as_tensor(ref, x.shape()), 1e-12, 1e-12));
   for (DType dt : {f32, f16, bf16}) {
     INFO(dtype_name(dt));
     Tensor xr = x.to(dt);  // the rounded inputs are the reference's inputs
@@ -53,12 +48,12 @@ TEST_CASE("layer_norm matches an f64 reference; f16/bf16 keep f32 statistics", "
     // One rounding of |y| <= ~4 for f16/bf16. f32: the centring of values near 1000
     // (ulp 6e-5) against a spread of ~6 costs ~1e-5 relative before the final rounding.
     const double tol = dt == f16 ? 1e-3 : dt == bf16 ? 8e-3 : 5e-5;
-    CHECK(close(y.to_vector<double>(), ref_r, tol, tol));
+    CHECK(allclose(y, as_tensor(ref_r, x.shape()), tol, tol));
   }
   // Without weight and bias, over the last axis only.
   Tensor y1 = layer_norm(x, {10});
-  CHECK(close(y1.to_vector<double>(), layer_norm_ref(x.to_vector<double>(), 10, std::vector<double>(10, 1.0),
-                                                     std::vector<double>(10, 0.0), 1e-5), 1e-12, 1e-12));
+  CHECK(allclose(y1, as_tensor(layer_norm_ref(x.to_vector<double>(), 10, std::vector<double>(10, 1.0),
+                                              std::vector<double>(10, 0.0), 1e-5), x.shape()), 1e-12, 1e-12));
 }
 
 TEST_CASE("layer_norm gradients and autocast class", "[layer_norm][autograd]") {
@@ -82,7 +77,7 @@ TEST_CASE("gelu_tanh matches the tanh formula and rounds once", "[gelu]") {
   auto ref = [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); };
   std::vector<double> want;
   for (double v : x.to_vector<double>()) want.push_back(ref(v));
-  CHECK(close(gelu_tanh(x).to_vector<double>(), want, 1e-14, 1e-15));
+  CHECK(allclose(gelu_tanh(x), as_tensor(want, x.shape()), 1e-14, 1e-15));
   // Hand values: gelu_tanh(1) = 0.8411919906, gelu_tanh(-2) = -0.0454023059.
   CHECK(gelu_tanh(tensor({1, -2}, {f64})).to_vector<double>()[0] == Approx(0.8411919906082768).epsilon(1e-12));
   CHECK(gelu_tanh(tensor({1, -2}, {f64})).to_vector<double>()[1] == Approx(-0.04540230591222).epsilon(1e-10));
@@ -92,7 +87,7 @@ TEST_CASE("gelu_tanh matches the tanh formula and rounds once", "[gelu]") {
     for (double v : xr.to_vector<double>()) want_r.push_back(ref(v));
     Tensor y = gelu_tanh(xr);
     CHECK(y.dtype() == dt);
-    CHECK(close(y.to_vector<double>(), want_r, dt == f16 ? 1e-3 : 8e-3, 1e-6));
+    CHECK(allclose(y, as_tensor(want_r, x.shape()), dt == f16 ? 1e-3 : 8e-3, 1e-6));
   }
   Tensor xl = x.narrow(0, 0, 20).set_requires_grad();
   CHECK(gradcheck([](const TensorList& in) { return gelu_tanh(in[0]); }, {xl.detach().set_requires_grad()}));
