@@ -6,26 +6,13 @@
 #include <cmath>
 
 #include "halfgrad.h"
+#include "tests/framework/module_models.h"
 
 using namespace hg;
+using test::Block;
+using test::Outer;
 
 namespace {
-
-// A two-level model: Outer { enc: Block { fc, scale }, head: Sequential { 0: Linear, 1: ReLU } }.
-struct Block : nn::Module {
-  HG_CHILD(nn::Linear, fc, 3, 4);
-  HG_PARAM(scale, ones({4}));
-  HG_BUFFER(steps, zeros({}, {i64}));
-  Tensor forward_impl(const Tensor& x) override { return (*fc)(x) * scale; }
-  std::string type_name() const override { return "Block"; }
-};
-
-struct Outer : nn::Module {
-  HG_CHILD(Block, enc);
-  HG_CHILD(nn::Sequential, head, std::make_shared<nn::Linear>(4, 2), std::make_shared<nn::ReLU>());
-  Tensor forward_impl(const Tensor& x) override { return (*head)((*enc)(x)); }
-  std::string type_name() const override { return "Outer"; }
-};
 
 std::vector<std::string> names_of(const std::vector<std::pair<std::string, Tensor>>& entries) {
   std::vector<std::string> out;

@@ -3,26 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "halfgrad.h"
+#include "tests/framework/module_models.h"
 
 using namespace hg;
-
-namespace {
-
-// Outer { enc: Block { fc }, head: Sequential { 0: Linear, 1: ReLU } }.
-struct Block : nn::Module {
-  HG_CHILD(nn::Linear, fc, 3, 4);
-  Tensor forward_impl(const Tensor& x) override { return (*fc)(x); }
-  std::string type_name() const override { return "Block"; }
-};
-
-struct Outer : nn::Module {
-  HG_CHILD(Block, enc);
-  HG_CHILD(nn::Sequential, head, std::make_shared<nn::Linear>(4, 2), std::make_shared<nn::ReLU>());
-  Tensor forward_impl(const Tensor& x) override { return (*head)((*enc)(x)); }
-  std::string type_name() const override { return "Outer"; }
-};
-
-}  // namespace
+using test::Outer;
 
 TEST_CASE("output observers belong to the model they are installed on", "[module][observers]") {
   // Before, the list was global: every observer saw every model's forwards, and one
