@@ -53,7 +53,9 @@ int64_t existing_axis(const Tensor& t, int64_t axis, const char* op) {
 
 // Strides for viewing `t` as `shape` without copying, if the memory allows (empty if not).
 Strides view_strides(const Tensor& t, const Shape& shape) {
-  if (t.is_contiguous()) return contiguous_strides(shape);
+  // An empty tensor's strides address nothing (and may be anything: they are not
+  // bounds-checked, and the walk below would multiply them).
+  if (t.is_contiguous() || t.numel() == 0) return contiguous_strides(shape);
   // Walk groups of old dims that are contiguous among themselves and map new dims onto them.
   const Shape& os = t.shape();
   const Strides& ost = t.strides();
@@ -157,10 +159,12 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   Strides st = strides();
   // Written so that a huge step cannot overflow: a stride only matters for sizes > 1.
   s[a] = end == start ? 0 : (end - start - 1) / step + 1;
-  if (s[a] > 1) st[a] *= step;
-  // An empty result does not move: start may be n, and n * stride can pass int64 where
-  // (n - 1) * stride, inside the storage, does not (a size-1 axis may have any stride).
-  Tensor y = alias(*this, s, st, s[a] == 0 ? offset() : offset() + start * strides()[a]);
+  // A result with elements lies inside the storage, so its offset and stride fit in int64.
+  // An empty one keeps both: its strides were never bounds-checked (they can be anything,
+  // as can a size-1 axis' stride), and start may be n, where n * stride need not fit.
+  const bool empty = s[a] == 0 || numel() == 0;
+  if (s[a] > 1 && !empty) st[a] *= step;
+  Tensor y = alias(*this, s, st, empty ? offset() : offset() + start * strides()[a]);
   autograd::record("slice", {*this}, y, [src = shape(), a, start, end, step](const Tensor& g) {
     Tensor gx = zeros(src, {g.dtype(), g.device()});
     copy_(gx.slice(a, start, end, step), g);

@@ -87,5 +87,8 @@ TEST_CASE("views of a size-1 or empty axis with a huge stride do not overflow", 
   // new stride (stride * size) must not overflow.
   const Tensor empty_view = make_tensor(st, {0, 5}, {1, int64_t{1} << 62}, 0, f32);
   CHECK(empty_view.unsqueeze(1).shape() == Shape{0, 1, 5});
+  CHECK(empty_view.slice(1, 3, 5).shape() == Shape{0, 2});  // 3 * 2^62 would overflow
+  CHECK(empty_view.transpose(0, 1).reshape({5, 0, 1}).shape() == Shape{5, 0, 1});
+  CHECK(make_tensor(st, {0, 9}, {1, INT64_MAX}, 0, f32).slice(1, 2, 9, 3).shape() == Shape{0, 3});
   CHECK(empty_view.unsqueeze(2).shape() == Shape{0, 5, 1});
 }
