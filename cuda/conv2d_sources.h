@@ -22,6 +22,22 @@
 
 namespace hg::cuda {
 
+// A column of im2col or of the gathers: a filter tap (r, s) and a channel, channels innermost.
+struct TapColumn {
+  int64_t r, s;
+  uint32_t channel;
+};
+
+// chunk() of a source whose columns are TapColumns, from its column() and at(): contiguous
+// within one tap, read element by element where it straddles two.
+template <class T, class Src>
+HG_DEVICE Chunk<T> tap_chunk(const Src& src, const typename Src::Line& l, int64_t j, int n, int64_t channels) {
+  const TapColumn col = src.column(j);
+  if (col.channel + n > channels) return {nullptr, ChunkKind::elements};
+  const T* p = src.at(l, col);
+  return {p, p ? ChunkKind::copy : ChunkKind::zero};
+}
+
 // im2col(x) of group g: rows are output pixels m = (n, p, q), columns kk = (r, s, c).
 // KContiguous: the forward's A (lines are rows); otherwise the weight gradient's B (lines
 // are rows too, i.e. along N, and a line runs along the GEMM's N axis = kk).
@@ -40,27 +56,20 @@ struct Im2colSource {
     const int64_t q = m % s.Q, p = m / s.Q % s.P, n = m / (s.Q * s.P);
     return {x + n * s.H * s.W * s.C + g * s.Cg, p * s.sh - s.ph, q * s.sw - s.pw};
   }
-  // Address of channel c of tap `tap`, or nullptr in the padding.
-  HG_DEVICE const T* at(const Line& l, uint32_t tap, uint32_t c) const {
-    uint32_t r, t;
+  HG_DEVICE TapColumn column(int64_t kk) const {
+    uint32_t tap, c, r, t;
+    by_cg.divmod(static_cast<uint32_t>(kk), tap, c);
     by_s.divmod(tap, r, t);
-    const int64_t h = l.h0 + int64_t{r} * s.dh, w = l.w0 + int64_t{t} * s.dw;
+    return {r, t, c};
+  }
+  // Address of the column's element, or nullptr in the padding.
+  HG_DEVICE const T* at(const Line& l, const TapColumn& col) const {
+    const int64_t h = l.h0 + col.r * s.dh, w = l.w0 + col.s * s.dw;
     if (h < 0 || h >= s.H || w < 0 || w >= s.W) return nullptr;
-    return l.base + (h * s.W + w) * s.C + c;
+    return l.base + (h * s.W + w) * s.C + col.channel;
   }
-  // Address of column kk, or nullptr in the padding.
-  HG_DEVICE const T* element(const Line& l, int64_t kk) const {
-    uint32_t tap, c;
-    by_cg.divmod(static_cast<uint32_t>(kk), tap, c);
-    return at(l, tap, c);
-  }
-  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t kk, int n) const {
-    uint32_t tap, c;
-    by_cg.divmod(static_cast<uint32_t>(kk), tap, c);
-    if (c + n > s.Cg) return {nullptr, ChunkKind::elements};  // straddles two taps
-    const T* p = at(l, tap, c);
-    return {p, p ? ChunkKind::copy : ChunkKind::zero};
-  }
+  HG_DEVICE const T* element(const Line& l, int64_t kk) const { return at(l, column(kk)); }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t kk, int n) const { return tap_chunk<T>(*this, l, kk, n, s.Cg); }
 };
 
 // The weights of group g as the forward's B: line kf (a filter) runs along kk = (r, s, c),
@@ -96,34 +105,28 @@ struct GatherSource {
     return {gy + n * s.P * s.Q * s.K + g * s.Kg, h, w};
   }
   // output_reading (conv2d_indexing.h) with the stride's division precomputed.
-  HG_DEVICE static int64_t reading(int64_t i, uint32_t t, const FastDivmod& stride, int64_t pad, int64_t dilation,
+  HG_DEVICE static int64_t reading(int64_t i, int64_t t, const FastDivmod& stride, int64_t pad, int64_t dilation,
                                    int64_t out) {
-    const int64_t num = i + pad - int64_t{t} * dilation;
+    const int64_t num = i + pad - t * dilation;
     if (num < 0) return -1;
     uint32_t o, rest;
     stride.divmod(static_cast<uint32_t>(num), o, rest);
     return rest != 0 || o >= out ? -1 : int64_t{o};
   }
-  HG_DEVICE const T* at(const Line& l, uint32_t tap, uint32_t k) const {
-    uint32_t r, t;
+  HG_DEVICE TapColumn column(int64_t j) const {
+    uint32_t tap, k, r, t;
+    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
     by_s.divmod(tap, r, t);
-    const int64_t p = reading(l.h, r, by_sh, s.ph, s.dh, s.P);
-    const int64_t q = reading(l.w, t, by_sw, s.pw, s.dw, s.Q);
+    return {r, t, k};
+  }
+  HG_DEVICE const T* at(const Line& l, const TapColumn& col) const {
+    const int64_t p = reading(l.h, col.r, by_sh, s.ph, s.dh, s.P);
+    const int64_t q = reading(l.w, col.s, by_sw, s.pw, s.dw, s.Q);
     if (p < 0 || q < 0) return nullptr;
-    return l.base + (p * s.Q + q) * s.K + k;
+    return l.base + (p * s.Q + q) * s.K + col.channel;
   }
-  HG_DEVICE const T* element(const Line& l, int64_t j) const {
-    uint32_t tap, k;
-    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
-    return at(l, tap, k);
-  }
-  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
-    uint32_t tap, k;
-    by_kg.divmod(static_cast<uint32_t>(j), tap, k);
-    if (k + n > s.Kg) return {nullptr, ChunkKind::elements};
-    const T* p = at(l, tap, k);
-    return {p, p ? ChunkKind::copy : ChunkKind::zero};
-  }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const { return at(l, column(j)); }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const { return tap_chunk<T>(*this, l, j, n, s.Kg); }
 };
 
 // The weights of group g as the input gradient's B, [R*S*Kg, Cg]: line j = (r, s, k) runs
@@ -163,11 +166,11 @@ struct PhaseIndex {
     n = nn, h = ph.a + int64_t{hi} * s.sh, w = ph.b + int64_t{wi} * s.sw;
   }
   // Column j's tap (r, s) and filter k.
-  HG_DEVICE void column(int64_t j, int64_t& r, int64_t& t, uint32_t& k) const {
-    uint32_t tap, ri, si;
+  HG_DEVICE TapColumn column(int64_t j) const {
+    uint32_t tap, k, ri, si;
     by_kg.divmod(static_cast<uint32_t>(j), tap, k);
     by_sp.divmod(tap, ri, si);
-    r = ph.r0 + int64_t{ri} * ph.r_step, t = ph.s0 + int64_t{si} * ph.s_step;
+    return {ph.r0 + int64_t{ri} * ph.r_step, ph.s0 + int64_t{si} * ph.s_step, k};
   }
 };
 
@@ -175,10 +178,7 @@ template <class T>
 struct PhaseGatherSource {
   using Element = T;
   static constexpr bool kContiguousK = true;
-  struct Line {
-    const T* base;  // gy[n, 0, 0, g*Kg]
-    int64_t h, w;
-  };
+  using Line = typename GatherSource<T>::Line;  // the input pixel, as the plain gather's
   const T* gy;
   PhaseIndex ix;
   HG_DEVICE Line line(int64_t g, int64_t m) const {
@@ -186,30 +186,19 @@ struct PhaseGatherSource {
     ix.pixel(m, n, h, w);
     return {gy + n * ix.s.P * ix.s.Q * ix.s.K + g * ix.s.Kg, h, w};
   }
+  HG_DEVICE TapColumn column(int64_t j) const { return ix.column(j); }
   // The tap reaches the pixel exactly (num % stride == 0 by the phase); only the output's
   // borders remain to check.
-  HG_DEVICE const T* at(const Line& l, int64_t r, int64_t t, uint32_t k) const {
+  HG_DEVICE const T* at(const Line& l, const TapColumn& col) const {
     const ConvShape& s = ix.s;
-    const int64_t num_h = l.h + s.ph - r * s.dh, num_w = l.w + s.pw - t * s.dw;
+    const int64_t num_h = l.h + s.ph - col.r * s.dh, num_w = l.w + s.pw - col.s * s.dw;
     if (num_h < 0 || num_w < 0) return nullptr;
     const int64_t p = ix.by_sh.div(static_cast<uint32_t>(num_h)), q = ix.by_sw.div(static_cast<uint32_t>(num_w));
     if (p >= s.P || q >= s.Q) return nullptr;
-    return l.base + (p * s.Q + q) * s.K + k;
+    return l.base + (p * s.Q + q) * s.K + col.channel;
   }
-  HG_DEVICE const T* element(const Line& l, int64_t j) const {
-    int64_t r, t;
-    uint32_t k;
-    ix.column(j, r, t, k);
-    return at(l, r, t, k);
-  }
-  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const {
-    int64_t r, t;
-    uint32_t k;
-    ix.column(j, r, t, k);
-    if (k + n > ix.s.Kg) return {nullptr, ChunkKind::elements};
-    const T* p = at(l, r, t, k);
-    return {p, p ? ChunkKind::copy : ChunkKind::zero};
-  }
+  HG_DEVICE const T* element(const Line& l, int64_t j) const { return at(l, column(j)); }
+  HG_DEVICE Chunk<T> chunk(const Line& l, int64_t j, int n) const { return tap_chunk<T>(*this, l, j, n, ix.s.Kg); }
 };
 
 // The phase's weights as its B, [Rp*Sp*Kg, Cg]: line j = (ri, si, k) along c.
@@ -221,11 +210,9 @@ struct PhaseFilterRowsSource {
   const T* w;
   PhaseIndex ix;
   HG_DEVICE Line line(int64_t g, int64_t j) const {
-    int64_t r, t;
-    uint32_t k;
-    ix.column(j, r, t, k);
+    const TapColumn col = ix.column(j);
     const ConvShape& s = ix.s;
-    return w + (((g * s.Kg + k) * s.R + r) * s.S + t) * s.Cg;
+    return w + (((g * s.Kg + col.channel) * s.R + col.r) * s.S + col.s) * s.Cg;
   }
   HG_DEVICE Chunk<T> chunk(Line l, int64_t c, int) const { return {l + c, ChunkKind::copy}; }
   HG_DEVICE const T* element(Line l, int64_t c) const { return l + c; }
