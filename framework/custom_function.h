@@ -5,8 +5,10 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "framework/autograd.h"
+#include "framework/saved_tensor.h"
 
 namespace hg::autograd {
 
@@ -14,14 +16,23 @@ namespace hg::autograd {
 // and named numbers (a scale, an axis).
 class FunctionCtx {
  public:
-  void save_for_backward(TensorList tensors) { saved_ = std::move(tensors); }
-  const TensorList& saved_tensors() const { return saved_; }
+  // Saved with their versions: reading them in backward after an in-place write to one
+  // raises hg::Error instead of computing a gradient from the modified values.
+  void save_for_backward(const TensorList& tensors) {
+    saved_.clear();
+    for (const Tensor& t : tensors) saved_.push_back(SavedTensor::other(t, "tensor saved by save_for_backward"));
+  }
+  TensorList saved_tensors() const {
+    TensorList out;
+    for (const SavedTensor& s : saved_) out.push_back(s.unpack());
+    return out;
+  }
   // Inside backward: whether input i needs a gradient (skip the work when not).
   bool needs_input_grad(size_t i) const { return autograd::needs_input_grad(i); }
   std::unordered_map<std::string, double> saved_data;
 
  private:
-  TensorList saved_;
+  std::vector<SavedTensor> saved_;
 };
 
 // Derive as `struct MyOp : Function<MyOp>` and define

@@ -134,8 +134,9 @@ namespace detail {
 // (as PyTorch's data_ptr<T>() does); reading values on the host goes through to_vector().
 template <class T>
 T* Tensor::data() const {
+  void* p = data_ptr();  // first: an undefined tensor is refused as data_ptr() refuses it
   if (dtype() != dtype_v<T>) detail::throw_data_dtype(*this, dtype_v<T>);
-  return static_cast<T*>(data_ptr());
+  return static_cast<T*>(p);
 }
 
 // Makes a tensor over existing storage (no copy). Checks the view fits in the storage.

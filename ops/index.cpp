@@ -4,6 +4,7 @@
 
 #include "framework/autograd.h"
 #include "framework/precision.h"
+#include "framework/saved_tensor.h"
 #include "ops/index_kernels.h"
 
 namespace hg {
@@ -35,9 +36,10 @@ Tensor gather3(const char* op, const Tensor& x, const Shape& x3, const Tensor& i
   Tensor y3 = empty(ys3, {x.dtype(), x.device()});
   if (y3.numel()) gather_stub(x.device(), x.detach().contiguous().view(x3), idx3, y3, op);
   Tensor y = y3.view(y_shape);
-  autograd::record(op, {x}, y, [idx3, x3, ys3, shape = x.shape(), dt = x.dtype()](const Tensor& g) {
+  autograd::record(op, {x}, y, [idx = SavedTensor::other(idx3, "indices"), x3, ys3, shape = x.shape(),
+                               dt = x.dtype()](const Tensor& g) {
     Tensor acc = zeros(x3, {dt == f64 ? f64 : f32, g.device()});
-    if (g.numel()) scatter_add_stub(g.device(), g.to(dt).contiguous().view(ys3), idx3, acc);
+    if (g.numel()) scatter_add_stub(g.device(), g.to(dt).contiguous().view(ys3), idx.unpack(), acc);
     return TensorList{acc.to(dt).view(shape)};
   });
   return y;

@@ -104,9 +104,12 @@ Checkpoint load_checkpoint(const std::string& path) {
              "\" is not named \"<section>/<name>\"");
     ck.sections[name.substr(0, slash)].emplace(name.substr(slash + 1), std::move(t));
   }
-  for (auto& [key, value] : file.metadata)
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (auto& kv : file.metadata) {
+    const std::string& key = kv.first;
     if (std::none_of(std::begin(kReservedKeys), std::end(kReservedKeys), [&](const char* r) { return key == r; }))
-      ck.metadata.emplace(key, std::move(value));
+      ck.metadata.emplace(key, std::move(kv.second));
+  }
   return ck;
 }
 

@@ -82,7 +82,7 @@ struct Softplus : autograd::Function<Softplus> {
     return (relu(bx) + log(exp(-abs(bx)) + 1.0)) / beta;
   }
   static TensorList backward(FunctionCtx& ctx, const Tensor& grad) {
-    const Tensor& x = ctx.saved_tensors()[0];
+    const Tensor x = ctx.saved_tensors()[0];
     return {grad * sigmoid(x * ctx.saved_data.at("beta"))};
   }
 };
@@ -103,4 +103,12 @@ TEST_CASE("the softplus example of docs/custom-function.md works as the page say
   CHECK(gv[2] == 1.0);
   Tensor xs = tensor({-3, 0.5, 2}, {f64}).set_requires_grad();
   CHECK(gradcheck([](const TensorList& in) { return Softplus::apply({in[0]}, 2.0); }, {xs}));
+}
+
+TEST_CASE("a tensor a custom Function saved and then modified in place is refused in backward", "[custom_function][version]") {
+  Tensor c = tensor({2, 3}, {f64});
+  Tensor w = tensor({5, 7}, {f64}).set_requires_grad();
+  Tensor l = sum(Mul::apply({c, w}));
+  fill_(c, 0.0);  // the gradient of w would silently become 0
+  CHECK_THROWS_WITH(l.backward(), Catch::Contains("custom_mul") && Catch::Contains("modified by an in-place operation"));
 }

@@ -60,6 +60,14 @@ TEST_CASE("index_select backward sums repeated indices in f32 and rounds once", 
     CHECK(gradcheck([&](const TensorList& in) { return index_select(in[0], axis, idx({1, 0, 1})); }, {x}));
 }
 
+TEST_CASE("indices modified in place after index_select are refused in backward", "[index][version]") {
+  Tensor w = zeros({3, 1}, {f32}).set_requires_grad();
+  Tensor i = idx({0, 2});
+  Tensor y = index_select(w, 0, i);
+  fill_(i, 1);  // the gradient would land on row 1 instead of rows 0 and 2
+  CHECK_THROWS_WITH(y.backward(ones({2, 1})), Catch::Contains("indices") && Catch::Contains("in-place"));
+}
+
 TEST_CASE("gather follows torch.gather, including smaller indices", "[index]") {
   Tensor x = tensor({1, 2, 3, 4, 5, 6}, {f64}).view({2, 3});
   // torch.gather(x, 1, [[2, 0], [1, 1]]) = [[3, 1], [5, 5]]
