@@ -129,8 +129,10 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
         const gemm::ConvRows<Wide<T>> gyf{{gy, g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
                                            (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1, oj,
                                            ts.count > 1 ? dj : 1}};
+        // A stride beyond the image leaves one row (column) per phase, whose step is never
+        // taken: 0 then, since sh * W * C may not even fit in int64 (a fuzzed transposed conv).
         const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
-                             g.sh * g.W * g.C, g.sw * g.C, 1};
+                             I > 1 ? g.sh * g.W * g.C : 0, J > 1 ? g.sw * g.C : 0, 1};
         // A phase no tap reaches gets a sum of nothing: zeros.
         gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, gemm::Epilogue<Acc>{});
       }

@@ -28,7 +28,9 @@ StridedOperands<N> operands(const std::array<const Tensor*, N>& ts) {
     o.ptr[k] = static_cast<char*>(ts[k]->data_ptr());
     int64_t es = static_cast<int64_t>(dtype_size(ts[k]->dtype()));
     o.bytes[k].resize(ts[k]->strides().size());
-    for (size_t d = 0; d < ts[k]->strides().size(); ++d) o.bytes[k][d] = ts[k]->strides()[d] * es;
+    // A size-1 axis is never stepped along and may carry any stride (even INT64_MAX).
+    for (size_t d = 0; d < ts[k]->strides().size(); ++d)
+      o.bytes[k][d] = ts[k]->shape()[d] == 1 ? 0 : ts[k]->strides()[d] * es;
   }
   return o;
 }

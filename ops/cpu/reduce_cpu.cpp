@@ -105,7 +105,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   ops.bytes[1].resize(nd);
   for (int64_t d = 0; d < nd; ++d) {
     ops.bytes[0][d] = acc_strides[d] * static_cast<int64_t>(sizeof(A));
-    ops.bytes[1][d] = x.strides()[d] * static_cast<int64_t>(sizeof(T));
+    ops.bytes[1][d] = x.shape()[d] == 1 ? 0 : x.strides()[d] * static_cast<int64_t>(sizeof(T));  // size 1: any stride
   }
   for_each_strided<2>(x.shape(), ops, [&](int64_t n, std::array<char*, 2> p, std::array<int64_t, 2> s) {
     for (int64_t i = 0; i < n; ++i) {

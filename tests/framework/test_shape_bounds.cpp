@@ -92,3 +92,13 @@ TEST_CASE("views of a size-1 or empty axis with a huge stride do not overflow", 
   CHECK(make_tensor(st, {0, 9}, {1, INT64_MAX}, 0, f32).slice(1, 2, 9, 3).shape() == Shape{0, 3});
   CHECK(empty_view.unsqueeze(2).shape() == Shape{0, 5, 1});
 }
+
+TEST_CASE("reading a size-1 axis with a huge stride does not overflow the byte strides", "[shape][errors]") {
+  // The CPU loops turned element strides into byte strides before dropping size-1 axes:
+  // INT64_MAX * 4 overflowed (UBSan) for a view the bounds check rightly accepts.
+  const auto st = from_vector({1, 2, 3, 4, 5, 6, 7, 8}, {8}).storage();
+  const Tensor row = make_tensor(st, {1, 3}, {INT64_MAX, 2}, 1, f32);  // elements 1, 3, 5 -> 2, 4, 6
+  CHECK(row.to_vector<double>() == std::vector<double>{2, 4, 6});
+  CHECK(sum(row).item<double>() == 12.0);
+  CHECK((row * 2.0).to_vector<double>() == std::vector<double>{4, 8, 12});
+}

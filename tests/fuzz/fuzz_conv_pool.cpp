@@ -129,17 +129,34 @@ void fuzz_conv(Rng& rng) {
                     mag[out_at(n, p, q, k)] += std::abs(X(n, h, ww, c) * wv);
                   }
               } else {
-                for (int64_t h = 0; h < g.H; ++h)
-                  for (int64_t ww = 0; ww < g.W; ++ww) {
-                    const int64_t p = h * stride[0] - pad[0] + r * dil[0], q = ww * stride[1] - pad[1] + s * dil[1];
-                    if (p < 0 || p >= Pi || q < 0 || q >= Qi) continue;
+                // Gathered, as the kernels compute it (the input gradient of conv2d): output
+                // pixel p takes tap r from input row h = (p + pad - r*dil) / stride when that
+                // division is exact; an exact h outside the image is a padding zero, and
+                // 0 * an inf weight is NaN there, as in conv2d's forward above.
+                auto source = [](int64_t out, int64_t pd, int64_t tap, int64_t st, int64_t& in) {
+                  const int64_t num = out + pd - tap;
+                  if (((num % st) + st) % st != 0) return false;
+                  in = (num - ((num % st) + st) % st) / st;
+                  return true;
+                };
+                for (int64_t p = 0; p < Pi; ++p)
+                  for (int64_t q = 0; q < Qi; ++q) {
+                    int64_t h = 0, ww = 0;
+                    if (!source(p, pad[0], r * dil[0], stride[0], h) || !source(q, pad[1], s * dil[1], stride[1], ww))
+                      continue;  // this tap does not reach output pixel (p, q)
+                    if (h < 0 || h >= g.H || ww < 0 || ww >= g.W) {
+                      want[out_at(n, p, q, k)] += 0.0 * wv;
+                      continue;
+                    }
                     want[out_at(n, p, q, k)] += X(n, h, ww, c) * wv;
                     mag[out_at(n, p, q, k)] += std::abs(X(n, h, ww, c) * wv);
                   }
               }
             }
   const int64_t terms = R * S * (transposed ? g.C : cg);
-  want = rounded(want, dt);
+  // conv2d adds its bias inside the f32 sum and rounds once; conv_transpose2d (the input
+  // gradient's kernel, which takes no bias) still rounds its output before adding it.
+  if (transposed || !has_bias) want = rounded(want, dt);
   if (has_bias) {
     const std::vector<double> vb = b.to_vector<double>();
     for (size_t i = 0; i < want.size(); ++i) {
