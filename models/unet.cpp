@@ -27,7 +27,7 @@ Up::Up(int64_t in, UpMode m) : DoubleConv(in, in / 2), mode(m) {
 Tensor Up::operator()(const Tensor& skip, const Tensor& x) {
   return scoped([&] {
     Tensor u = (*up)(mode == UpMode::transposed ? x : upsample(x, 2, UpsampleMode::bilinear));
-    return forward_impl(cat({skip, u}, 3));
+    return DoubleConv::forward_impl(cat({skip, u}, 3));
   });
 }
 

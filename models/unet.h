@@ -56,6 +56,13 @@ class Up : public DoubleConv {
   Tensor operator()(const Tensor& skip, const Tensor& x);
   std::string type_name() const override { return "Up"; }
 
+ protected:
+  // Up takes two inputs; the single-input forward it would inherit from DoubleConv is
+  // refused (Module's message names the call to use) instead of running half the block.
+  Tensor forward_impl(const Tensor& x) override { return nn::Module::forward_impl(x); }
+
+ public:
+
   const UpMode mode;
   std::shared_ptr<nn::Module> up;  // ConvTranspose2d, or the 1x1 Conv2d after bilinear upsampling
 };

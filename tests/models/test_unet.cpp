@@ -48,6 +48,12 @@ TEST_CASE("UNet children and parameter names follow the diagram", "[unet]") {
   CHECK(UNet(3, 2, 8, 3, UpMode::bilinear).up[0]->up->type_name() == "Conv2d");
 }
 
+TEST_CASE("An Up block refuses the single-input forward it would inherit from DoubleConv", "[unet]") {
+  UNet net(3, 2, 8, 2);
+  Tensor x = zeros({1, 4, 4, 16});  // a valid input of up1's DoubleConv (16 channels)
+  CHECK_THROWS_WITH(net.up[0]->forward(x), Catch::Contains("has no single-input forward") && Catch::Contains("up1"));
+}
+
 TEST_CASE("UNet forward gives NHWC logits and backward reaches every parameter", "[unet]") {
   struct Case {
     int64_t width, n, h, w, depth;
