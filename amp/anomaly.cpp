@@ -49,7 +49,7 @@ std::string fault(const TensorStats& s, DType dtype) {
   if (s.inf) out += std::to_string(s.inf) + " inf";
   if (s.nan) out += (out.empty() ? "" : " and ") + std::to_string(s.nan) + " NaN";
   if (t_options.check_f16_range && dtype != f16 && s.f16_overflow)
-    out += (out.empty() ? "" : " and ") + std::to_string(s.f16_overflow) + " values beyond the f16 max 65504";
+    out += (out.empty() ? "" : " and ") + std::to_string(s.f16_overflow) + " values that overflow f16 (|x| >= 65520 rounds to inf)";
   return out;
 }
 

@@ -211,7 +211,7 @@ std::string NumericsMonitor::worst_table(size_t n) {
     const TensorStats& s = r.stats;
     std::vector<std::string> parts;
     if (s.nonfinite() > 0) parts.push_back(std::to_string(s.inf) + " inf, " + std::to_string(s.nan) + " NaN");
-    if (s.f16_overflow > 0) parts.push_back(percent(s.fraction(s.f16_overflow)) + " beyond the f16 max 65504");
+    if (s.f16_overflow > 0) parts.push_back(percent(s.fraction(s.f16_overflow)) + " overflow f16 (|x| >= 65520 rounds to inf)");
     if (s.f16_flush > 0) parts.push_back(percent(s.fraction(s.f16_flush)) + " would underflow in f16");
     if (s.f16_subnormal > 0) parts.push_back(percent(s.fraction(s.f16_subnormal)) + " f16 subnormal");
     std::string line = r.label() + " (" + dtype_name(r.dtype) + "): ";

@@ -17,9 +17,11 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 constexpr int kCounts = 6;  // fields 5..10: zeros, subnormal, flush, overflow, inf, nan
-constexpr double kF16Max = 65504.0;
+// The f16 bands before rounding, as ops/cpu/numerics_cpu.cpp: flush |x| <= 2^-25,
+// subnormal (2^-25, 2^-14), overflow |x| >= 65520 (rounds to inf).
+constexpr double kF16FlushMax = 0x1p-25;
 constexpr double kF16MinNormal = 0x1p-14;
-constexpr double kF16FlushBelow = 0x1p-25;  // under half the smallest subnormal: rounds to 0
+constexpr double kF16OverflowMin = 65520.0;
 
 struct Add {
   HG_DEVICE double operator()(double a, double b) const { return a + b; }
@@ -59,9 +61,9 @@ __global__ void numerics_partial(const T* x, int64_t n, double* part) {
     }
     amax = a > amax ? a : amax;
     min_nonzero = a < min_nonzero ? a : min_nonzero;
-    c[1] += a < kF16MinNormal;
-    c[2] += a < kF16FlushBelow;
-    c[3] += a > kF16Max;
+    c[1] += a > kF16FlushMax && a < kF16MinNormal;
+    c[2] += a <= kF16FlushMax;
+    c[3] += a >= kF16OverflowMin;
     int e = 0;
     ::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): floor(log2 a) = e - 1
     const int bin = (e - 1 < kNumericsHistLo ? kNumericsHistLo : e - 1 > kNumericsHistHi ? kNumericsHistHi : e - 1);

@@ -15,9 +15,12 @@
 namespace hg::cpu {
 namespace {
 
-constexpr double kF16Max = 65504.0;
+// The f16 bands of a value before rounding (round to nearest even): |x| <= 2^-25 rounds to
+// 0 (2^-25 is the tie between 0 and 2^-24); (2^-25, 2^-14) to a subnormal (or up to 2^-14
+// at the very top); |x| >= 65520 (the tie between 65504 and the next step) to inf.
+const double kF16FlushMax = std::ldexp(1.0, -25);
 const double kF16MinNormal = std::ldexp(1.0, -14);
-const double kF16FlushBelow = std::ldexp(1.0, -25);  // under half the smallest subnormal: rounds to 0
+constexpr double kF16OverflowMin = 65520.0;
 
 using Partial = std::array<double, kNumericsFields>;
 
@@ -30,9 +33,9 @@ void accumulate(double v, Partial& s) {
   if (a == 0.0) { s[5] += 1; return; }
   s[1] = std::max(s[1], a);
   s[2] = std::min(s[2], a);
-  if (a < kF16MinNormal) s[6] += 1;
-  if (a < kF16FlushBelow) s[7] += 1;
-  if (a > kF16Max) s[8] += 1;
+  if (a <= kF16FlushMax) s[7] += 1;
+  else if (a < kF16MinNormal) s[6] += 1;
+  if (a >= kF16OverflowMin) s[8] += 1;
   // floor(log2 a): the unbiased exponent of a normal double (every f32/f16/bf16 value
   // widens to one); frexp only for f64 subnormals.
   int log2a = static_cast<int>(std::bit_cast<uint64_t>(a) >> 52) - 1023;

@@ -1,5 +1,6 @@
 // The f16-range statistics of one tensor against counts computed here from the
-// definitions (f16 normal range 2^-14, flush below 2^-25, max 65504).
+// definitions (flush |x| <= 2^-25, subnormal (2^-25, 2^-14), overflow |x| >= 65520),
+// and the band edges against what rounding to f16 really does.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,8 +17,8 @@ TEST_CASE("tensor_stats counts what f16 would do with each value", "[amp][stats]
   amp::TensorStats s = amp::tensor_stats(x);
   CHECK(s.numel == 8);
   CHECK(s.zeros == 1);
-  CHECK(s.f16_subnormal == 2);  // 1e-9 and 1e-6 are below 2^-14 ~ 6.1e-5
-  CHECK(s.f16_flush == 1);      // only 1e-9 is below 2^-25 ~ 3e-8
+  CHECK(s.f16_subnormal == 1);  // 1e-6 is in (2^-25 ~ 3e-8, 2^-14 ~ 6.1e-5)
+  CHECK(s.f16_flush == 1);      // 1e-9 is below 2^-25
   CHECK(s.f16_overflow == 1);
   CHECK(s.inf == 1);
   CHECK(s.nan == 1);
@@ -45,8 +46,8 @@ TEST_CASE("tensor_stats clamps the exponent histogram and agrees with a direct c
   for (double a : v) {
     a = std::fabs(a);
     zeros += a == 0;
-    sub += a > 0 && a < std::ldexp(1.0, -14);
-    flush += a > 0 && a < std::ldexp(1.0, -25);
+    sub += a > std::ldexp(1.0, -25) && a < std::ldexp(1.0, -14);
+    flush += a > 0 && a <= std::ldexp(1.0, -25);
     amax = std::max(amax, a);
   }
   amp::TensorStats s = amp::tensor_stats(x);
@@ -60,6 +61,22 @@ TEST_CASE("tensor_stats clamps the exponent histogram and agrees with a direct c
   amp::TensorStats e = amp::tensor_stats(extremes);
   CHECK(e.hist.front() == 1);  // 2^-100 lands in the lowest bin
   CHECK(e.hist.back() == 1);   // 2^99 in the highest
+}
+
+TEST_CASE("tensor_stats' flush and overflow edges are where rounding to f16 gives 0 and inf", "[amp][stats]") {
+  // Each value on both sides of the two ties (2^-25 between 0 and 2^-24; 65520 between
+  // 65504 and inf), counted alone and checked against the f16 conversion itself.
+  const float flush_tie = std::ldexp(1.0f, -25), overflow_tie = 65520.0f;
+  for (float v : {flush_tie, std::nextafter(flush_tie, 1.0f), std::nextafter(flush_tie, 0.0f), overflow_tie,
+                  std::nextafter(overflow_tie, 0.0f), std::nextafter(overflow_tie, 1e6f), -overflow_tie, -flush_tie}) {
+    INFO("value " << v);
+    Tensor x = from_data(std::vector<float>{v}, {1}, {f32});
+    const double rounded = x.to(f16).to_vector<double>()[0];
+    amp::TensorStats s = amp::tensor_stats(x);
+    CHECK(s.f16_flush == (rounded == 0.0 ? 1 : 0));
+    CHECK(s.f16_overflow == (std::isinf(rounded) ? 1 : 0));
+    CHECK(s.f16_subnormal == (rounded != 0.0 && std::fabs(rounded) < std::ldexp(1.0, -14) ? 1 : 0));
+  }
 }
 
 TEST_CASE("tensor_stats of an f16 tensor sees its rounded values", "[amp][stats]") {
