@@ -102,7 +102,7 @@ std::string scaler_trajectory() {
     if (r.skipped()) scale.marker_x.push_back(step);
   }
   segbench::LinePlot p{.id = "scaler",
-                       .title = "GradScaler, growth_interval 5: grow, overflow (x = skipped step), back off",
+                       .title = "GradScaler (growth_interval 5): grow, overflow, back off",
                        .x_label = "step",
                        .y_label = "scale",
                        .log2_y = true,
