@@ -1,6 +1,7 @@
 // The figures of docs/amp.md, computed by halfgrad and written as SVG: bit layouts of
 // f32/f16/bf16, the loss scaler's trajectory, update size vs ulp, an autocast graph
-// coloured by dtype. Usage: figures DIR   (.ci/doc_outputs regenerates and diffs them)
+// coloured by dtype, a gradient-exponent histogram over f16's bands. Usage: figures DIR   (.ci/doc_outputs regenerates and diffs them)
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -188,6 +189,96 @@ std::string autocast_graph() {
   return s + "</svg>\n";
 }
 
+// The figure of Micikevicius et al. 2018 (Fig. 3), from halfgrad's data: log2 |g| of the
+// logits' gradient of a confident pixel classifier (65536 pixels, mean cross-entropy),
+// f32 unscaled next to the f16 values an amp step stores at the default scale 2^16,
+// over f16's bands.
+std::string gradient_histogram() {
+  constexpr int64_t kPixels = 65536;
+  constexpr int kLo = -40, kHi = 17;  // floor(log2 |g|) bins; zeros get their own bar
+  Generator gen(5);
+  const Tensor x = randn({kPixels, 8}, {}, &gen);
+  const Tensor y = gt(sum(x.slice(1, 0, 2), {1}), 0.0).to(i64);
+  manual_seed(5);
+  nn::Linear fc(8, 2);
+  optim::Adam opt(fc.named_parameters(), {.lr = 0.1});
+  for (int s = 0; s < 30; ++s) {
+    cross_entropy(fc(x), y).backward();
+    opt.step();
+    opt.zero_grad();
+  }
+  Tensor logits32 = fc(x);
+  logits32.retain_grad();
+  cross_entropy(logits32, y).backward();
+  Tensor logits16, loss;
+  {
+    amp::Autocast ac(f16);
+    logits16 = fc(x);
+    loss = cross_entropy(logits16, y);
+  }
+  logits16.retain_grad();
+  mul(loss, 65536.0).backward();
+  struct Hist {
+    std::vector<double> frac = std::vector<double>(kHi - kLo + 2, 0.0);  // [0]: zeros
+    double flushed = 0;  // f32: |g| <= 2^-25 (would flush in f16); f16: stored as 0
+  };
+  auto histogram = [&](const Tensor& g, bool is16) {
+    Hist h;
+    const std::vector<double> v = g.to_vector<double>();
+    for (double e : v) {
+      const double a = std::fabs(e);
+      const int bin = a == 0 ? 0 : 1 + std::clamp(static_cast<int>(std::floor(std::log2(a))), kLo, kHi) - kLo;
+      h.frac[bin] += 1.0 / static_cast<double>(v.size());
+      if (is16 ? a == 0 : a <= 0x1p-25) h.flushed += 1.0 / static_cast<double>(v.size());
+    }
+    return h;
+  };
+  const Hist h32 = histogram(logits32.grad(), false), h16 = histogram(logits16.grad(), true);
+
+  const int left = 56, top = 58, plot_w = 640, plot_h = 220, nbins = kHi - kLo + 2;
+  const double bw = static_cast<double>(plot_w) / nbins;
+  double ymax = 0;
+  for (int i = 0; i < nbins; ++i) ymax = std::max({ymax, h32.frac[i], h16.frac[i]});
+  auto xpos = [&](double log2v) { return left + (1 + log2v - kLo) * bw; };  // bin 0 is the zeros bar
+  std::string s = svg_open(left + plot_w + 20, top + plot_h + 92,
+                           "Logit gradients over f16's bands: f32 unscaled vs amp's stored f16 (scale 2^16)");
+  const struct {
+    double lo, hi;
+    const char *fill, *label;
+  } bands[] = {{kLo, -25, "#d55e00", "flushes to 0"},   {-25, -24, "#e69f00", ""},
+               {-24, -14, "#f0e442", "subnormal"},       {-14, 16, "#009e73", "normal"},
+               {16, kHi + 1, "#000000", "overflow"}};
+  for (const auto& b : bands) {
+    s += "<rect x=\"" + std::to_string(xpos(b.lo)) + "\" y=\"" + std::to_string(top) + "\" width=\"" +
+         std::to_string(xpos(b.hi) - xpos(b.lo)) + "\" height=\"" + std::to_string(plot_h) + "\" fill=\"" + b.fill +
+         "\" fill-opacity=\"0.12\"/>\n" + text((xpos(b.lo) + xpos(b.hi)) / 2, top - 6, b.label, "middle");
+  }
+  const std::pair<const Hist*, const char*> series[] = {{&h32, kExponent}, {&h16, kMantissa}};
+  for (int k = 0; k < 2; ++k)
+    for (int i = 0; i < nbins; ++i) {
+      const double hgt = plot_h * series[k].first->frac[i] / ymax;
+      if (hgt <= 0) continue;
+      s += "<rect x=\"" + std::to_string(left + i * bw + k * bw / 2) + "\" y=\"" + std::to_string(top + plot_h - hgt) +
+           "\" width=\"" + std::to_string(bw / 2) + "\" height=\"" + std::to_string(hgt) + "\" fill=\"" +
+           series[k].second + "\"/>\n";
+    }
+  s += "<line x1=\"" + std::to_string(left) + "\" y1=\"" + std::to_string(top + plot_h) + "\" x2=\"" +
+       std::to_string(left + plot_w) + "\" y2=\"" + std::to_string(top + plot_h) + "\" stroke=\"#333\"/>\n";
+  s += text(left + bw / 2, top + plot_h + 14, "0", "middle");
+  for (int e = -35; e <= 15; e += 5) s += text(xpos(e), top + plot_h + 14, std::to_string(e), "middle");
+  s += text(left + plot_w / 2.0, top + plot_h + 30,
+            "floor(log2 |gradient|) (the first bar: exact zeros; the second: everything below 2^-39)", "middle");
+  char l32[120], l16[120];
+  std::snprintf(l32, sizeof l32, "f32, unscaled: %.1f%% would flush if stored in f16 unscaled", 100 * h32.flushed);
+  std::snprintf(l16, sizeof l16, "f16 as amp stores it (x 2^16): %.1f%% stored as 0", 100 * h16.flushed);
+  const int ly = top + plot_h + 46;
+  s += "<rect x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(ly) + "\" width=\"12\" height=\"12\" fill=\"" +
+       kExponent + "\"/>\n" + text(left + 17, ly + 10, l32);
+  s += "<rect x=\"" + std::to_string(left) + "\" y=\"" + std::to_string(ly + 18) +
+       "\" width=\"12\" height=\"12\" fill=\"" + kMantissa + "\"/>\n" + text(left + 17, ly + 28, l16);
+  return s + "</svg>\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,7 +289,8 @@ int main(int argc, char** argv) {
   const std::pair<const char*, std::string> figures[] = {{"bit_layouts.svg", bit_layouts()},
                                                          {"scaler_trajectory.svg", scaler_trajectory()},
                                                          {"update_vs_ulp.svg", update_vs_ulp()},
-                                                         {"autocast_graph.svg", autocast_graph()}};
+                                                         {"autocast_graph.svg", autocast_graph()},
+                                                         {"gradient_histogram.svg", gradient_histogram()}};
   for (const auto& [name, svg] : figures) {
     const std::string path = std::string(argv[1]) + "/" + name;
     std::ofstream out(path);
