@@ -19,7 +19,7 @@ const std::vector<OpPrecision>& precision_table() {
       {"log_softmax", P::fp32,
        "x - max - log(sum): never forms the probabilities, so tiny ones keep their log; the sum needs f32 precision"},
       {"exp", P::fp32, "exp(x) > 65504 for x > 11.09"},
-      {"log", P::fp32, "inputs below 6e-8 are 0 in f16, giving -inf"},
+      {"log", P::fp32, "inputs at or below 2^-25 (3e-8) are 0 in f16, giving -inf"},
       {"pow", P::fp32, "powers overflow and underflow f16 quickly"},
       {"sum", P::fp32, "a sum of more than 65504 in total overflows f16 (e.g. counting pixels)"},
       {"mean", P::fp32, "a reduction: f32 result (PyTorch's autocast leaves mean in the input's dtype)"},
