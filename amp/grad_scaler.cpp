@@ -91,8 +91,9 @@ void GradScaler::refuse_scaled_clipping(const std::vector<Tensor>& params) {
       if (it == s->scaled_.end() || it->second.expired()) continue;
       throw Error(detail::concat(
           "clipping gradients that are still multiplied by the loss scale S = ", s->scaled_at_.item<double>(),
-          " (parameter '", p.name(), "'): the threshold would apply to S x grad and the step would be silently ~S "
-          "times too small. Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
+          " (parameter '", p.name(), "'): the threshold would apply to S x grad, so it would fire on every step and "
+          "mean nothing (with SGD the step would also be ~S times too small; Adam's m/sqrt(v) largely cancels S). "
+          "Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
     }
   }
 }
@@ -206,7 +207,8 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   for (auto& [name, p] : opt.named_parameters()) {
     if (!p.grad().defined()) continue;
     HG_CHECK(p.grad().dtype() != f16, "GradScaler.unscale_: parameter '", name,
-             "' has f16 gradients; unscaling them in f16 would overflow or flush them. Keep f32 master weights "
+             "' has f16 gradients; unscaling them in f16 would round g/S to f16 again and flush every gradient at or "
+             "below S x 2^-25 to zero. Keep f32 master weights "
              "(amp-master, amp::MasterWeights) or f32 parameters (amp) so the optimizer sees f32 gradients");
     HG_CHECK(p.grad().device() == device_, "GradScaler.unscale_: parameter '", name, "' has its gradient on ",
              p.grad().device(), " but the scaler is on ", device_);

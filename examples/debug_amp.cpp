@@ -1,11 +1,12 @@
 // The recipes of docs/debugging-amp.md, one function each, on a small MLP whose middle
 // layer can be made to overflow f16. Usage: debug_amp [recipe]   (no argument: all)
-// Recipes: find-layer, anomaly, scale, clip, batch, batchnorm, fp32-layer, fallback,
-//          compare, grad-norms, lr-init
+// Recipes, in the doc's order: find-layer, anomaly, compare, scale, clip, batch, batchnorm,
+//          fp32-layer, fallback, grad-norms, lr-init
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "halfgrad.h"
@@ -122,28 +123,33 @@ void clip() {
 }
 
 void batch() {
-  // With a summed loss the gradients grow with the batch; f16 overflows sooner.
+  // With a summed loss each activation gradient belongs to one sample and does not grow
+  // with the batch; a weight gradient sums over the batch and does. Both as backward
+  // produced them, at the loss scale 1024.
   manual_seed(1);
-  Net model(100.0);
+  Net model;
   for (int64_t n : {8, 64, 512}) {
     const Data d = data(n);
-    amp::NumericsMonitor mon(model, {.every = 1});
+    amp::NumericsMonitor mon(model, {.every = 1, .weights = false});
     mon.begin_step(0);
     {
       amp::Autocast ac(f16);
       Tensor out = model(d.x);
-      mul(sum(square(out.to(f32) - d.y)), 65536.0).backward();  // loss scale 2^16
+      mul(sum(square(out.to(f32) - d.y)), 1024.0).backward();
     }
     mon.end_step();
-    double amax = 0;
-    int64_t inf = 0;
-    for (const auto& r : mon.records())
-      if (r.kind == amp::TensorKind::activation_grad) {
-        amax = std::max(amax, r.stats.amax);
-        inf += r.stats.inf;
+    double act_rms = 0, wgt = 0;
+    int64_t wgt_bad = 0;
+    for (const auto& r : mon.records()) {
+      if (r.kind == amp::TensorKind::activation_grad && r.module == "head")
+        act_rms = r.stats.l2 / std::sqrt(static_cast<double>(r.stats.numel));
+      if (r.kind == amp::TensorKind::weight_grad) {
+        wgt = std::max(wgt, r.stats.amax);
+        wgt_bad += r.stats.nonfinite();
       }
-    std::printf("batch %4lld: largest scaled activation gradient %.3g, %lld inf\n", static_cast<long long>(n), amax,
-                static_cast<long long>(inf));
+    }
+    std::printf("batch %3lld: head activation gradient rms %.3g; largest finite weight gradient %.3g, %lld inf/NaN\n",
+                static_cast<long long>(n), act_rms, wgt, static_cast<long long>(wgt_bad));
     model.zero_grad();
   }
 }
@@ -270,12 +276,18 @@ void lr_init() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::map<std::string, std::function<void()>> recipes = {
-      {"find-layer", find_layer}, {"anomaly", anomaly},       {"scale", scale},           {"clip", clip},
-      {"batch", batch},           {"batchnorm", batchnorm},   {"fp32-layer", fp32_layer}, {"fallback", fallback},
-      {"compare", compare},       {"grad-norms", grad_norms}, {"lr-init", lr_init}};
+  // In the order of docs/debugging-amp.md.
+  const std::vector<std::pair<std::string, std::function<void()>>> recipes = {
+      {"find-layer", find_layer}, {"anomaly", anomaly},   {"compare", compare},       {"scale", scale},
+      {"clip", clip},             {"batch", batch},       {"batchnorm", batchnorm},   {"fp32-layer", fp32_layer},
+      {"fallback", fallback},     {"grad-norms", grad_norms}, {"lr-init", lr_init}};
+  auto known = [&](const std::string& n) {
+    for (auto& r : recipes)
+      if (r.first == n) return true;
+    return false;
+  };
   const std::string only = argc > 1 ? argv[1] : "";
-  if (!only.empty() && !recipes.count(only)) {
+  if (!only.empty() && !known(only)) {
     std::fprintf(stderr, "debug_amp: unknown recipe '%s'; valid:", only.c_str());
     for (auto& [name, f] : recipes) std::fprintf(stderr, " %s", name.c_str());
     std::fprintf(stderr, "\n");
@@ -283,7 +295,7 @@ int main(int argc, char** argv) {
   }
   for (auto& [name, f] : recipes) {
     if (!only.empty() && name != only) continue;
-    std::printf("== %s\n", name.c_str());
+    if (only.empty()) std::printf("== %s\n", name.c_str());
     f();
   }
   return 0;
