@@ -41,6 +41,7 @@ float avx512_fma_burst(int64_t iters) {
 #endif
 
 using namespace hg;
+namespace gemm = hg::cpu::gemm;
 
 namespace {
 

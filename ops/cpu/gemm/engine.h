@@ -83,6 +83,18 @@ constexpr Operands operands_of() {
   return Operands::f32;
 }
 
+// The kernel for operands whose values are all of type T, also where a source holds them
+// widened to f32 (a convolution's activations).
+template <class T>
+const Kernel<compute_t<T>>& kernel_for_values() {
+  if constexpr (std::is_same_v<T, double>)
+    return kernel_for_f64();
+  else
+    return kernel_for(std::is_same_v<T, half>       ? Operands::f16
+                      : std::is_same_v<T, bfloat16> ? Operands::bf16
+                                                    : Operands::f32);
+}
+
 template <class Acc, class SA, class SB>
 const Kernel<Acc>& default_kernel() {
   if constexpr (std::is_same_v<Acc, double>)
