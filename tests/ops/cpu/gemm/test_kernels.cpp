@@ -36,26 +36,6 @@ bool runs_here(const Path& p) {
   return false;
 }
 
-template <class T>
-void check_shapes(const gemm::Kernel<float>& k) {
-  struct Shape3 {
-    int64_t M, N, K;
-  };
-  uint64_t seed = 40;
-  // Around each kernel's tile (6x16, 14x32, 32x32) and the blocks (KC 256, MC 144, NC 512).
-  for (const Shape3& s : {Shape3{1, 1, 1}, Shape3{7, 5, 3}, Shape3{15, 33, 31}, Shape3{29, 47, 300},
-                          Shape3{150, 65, 257}, Shape3{5, 530, 20}})
-    for (bool rows : {true, false}) {
-      INFO(k.name << ": M " << s.M << " N " << s.N << " K " << s.K << " row-major " << rows);
-      seed += 2;
-      check_product(random_operand<T>(s.M, s.K, rows, seed), random_operand<T>(s.N, s.K, !rows, seed + 1), {}, 1.0,
-                    false, 2, &k);
-    }
-  std::vector<double> bias;
-  for (int j = 0; j < 37; ++j) bias.push_back(0.5 * (j % 5) - 1.0);
-  check_product(random_operand<T>(23, 40, true, 3), random_operand<T>(37, 40, false, 4), bias, -1.5, true, 1, &k);
-}
-
 // Broken kernels: the AVX2 kernel, then one element off by one ulp per 2^10 of the first;
 // and the AVX2 kernel reading f32 subnormal inputs as zero (DAZ).
 void off_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
