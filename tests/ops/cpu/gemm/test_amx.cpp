@@ -1,7 +1,7 @@
 // The AMX kernels' logic on any CPU: the exact f16 = hi + lo split (all 65,536 f16 values),
 // the scalar tile model's TDPBF16PS semantics against hand-computed values, and the real
 // AMX micro-kernel code (VNNI packing, tile configuration, k loop, plane order) run on the
-// model through the engine against f64.
+// model through the engine (directly, and under matmul and linear) against f64.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -9,7 +9,8 @@
 #include <thread>
 
 #include "framework/error.h"
-#include "ops/cpu/gemm/amx_model.h"
+#include "halfgrad.h"
+#include "tests/ops/cpu/gemm/model_kernels.h"
 #include "tests/ops/cpu/gemm/reference.h"
 
 using namespace hg;
@@ -18,17 +19,6 @@ using namespace hg::test_gemm;
 namespace amx = hg::cpu::gemm::amx;
 
 namespace {
-
-template <int Planes>
-void model_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
-  amx::tile_kernel<amx::ModelTiles, Planes>(kc, a, b, c, ldc, first, half);
-}
-
-// The AMX kernels' descriptors (kernel_amx.cpp) with the model in place of the tile unit.
-const gemm::Kernel<float> kModelBf16{"amx bf16 on the model", amx::MR, amx::NR, model_fn<1>,
-                                     amx::panel_bytes<1>, amx::repack_a<1>, amx::repack_b<1>, 1};
-const gemm::Kernel<float> kModelF16{"amx f16 on the model", amx::MR, amx::NR, model_fn<2>,
-                                    amx::panel_bytes<2>, amx::repack_a<2>, amx::repack_b<2>, 4};
 
 // One-element product a · b on a kernel into an output of Out.
 template <class T, class Out>
@@ -161,4 +151,32 @@ TEST_CASE("amx kernels on the tile model: f16 overflow, f16 subnormals, and valu
 TEST_CASE("amx kernels on the tile model pass the first-use self-check", "[gemm][amx]") {
   CHECK(gemm::self_check(kModelBf16, gemm::Operands::bf16));
   CHECK(gemm::self_check(kModelF16, gemm::Operands::f16));
+}
+
+TEST_CASE("matmul and linear of f16/bf16 tensors take the AMX kernels (on the tile model) and match f64",
+          "[gemm][amx][numerics]") {
+  for (DType dt : {f16, bf16}) {
+    INFO(dtype_name(dt));
+    gemm::OverrideKernel use(dt == f16 ? gemm::Operands::f16 : gemm::Operands::bf16,
+                             dt == f16 ? kModelF16 : kModelBf16);
+    const int64_t calls = model_calls();
+    Generator g(5);
+    const int64_t M = 45, K = 70, N = 37;
+    const Tensor a = randn({M, K}, {dt}, &g), w = randn({N, K}, {dt}, &g), bias = randn({N}, {dt}, &g);
+    const Tensor y = linear(a, w, bias), z = matmul(a, w.transpose(0, 1));
+    CHECK(model_calls() > calls);
+    const std::vector<double> av = a.to_vector<double>(), wv = w.to_vector<double>(), bv = bias.to_vector<double>();
+    const std::vector<double> yv = y.to_vector<double>(), zv = z.to_vector<double>();
+    const double u = dt == f16 ? 0x1p-11 : 0x1p-8;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) ref += av[i * K + k] * wv[j * K + k], mag += std::fabs(av[i * K + k] * wv[j * K + k]);
+        const double acc = (4 * K + 3) * 0x1p-24 * (mag + std::fabs(bv[j]));
+        if (!(std::fabs(zv[i * N + j] - ref) <= u * std::fabs(ref) + acc)) ++bad;
+        if (!(std::fabs(yv[i * N + j] - ref - bv[j]) <= u * std::fabs(ref + bv[j]) + acc)) ++bad;
+      }
+    CHECK(bad == 0);
+  }
 }
