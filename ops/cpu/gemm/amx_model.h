@@ -65,7 +65,8 @@ struct ModelTiles {
   }
 
   // TDPBF16PS c, a, b: c[m][n] += a[m][2q] b[q][n][0], then += a[m][2q+1] b[q][n][1], for
-  // each pair q in order; bf16 subnormal inputs read as zero, f32 subnormal results flush.
+  // each pair q in order; bf16 subnormal inputs read as zero, f32 subnormal results flush,
+  // and (conservatively: the manual is not explicit) so does a subnormal accumulator.
   template <int C, int A, int B>
   static void dot() {
     int64_t mc, nc, ma, ka, kb, nb;
@@ -82,6 +83,7 @@ struct ModelTiles {
       for (int64_t n = 0; n < nc / 4; ++n) {
         float acc;
         std::memcpy(&acc, s.t[C] + m * kRowBytes + n * 4, 4);
+        acc = ftz(acc);
         for (int64_t q = 0; q < kb; ++q)
           for (int64_t e = 0; e < 2; ++e) {
             const float x = bf(s.t[A] + m * kRowBytes + (2 * q + e) * 2), y = bf(s.t[B] + q * kRowBytes + n * 4 + e * 2);

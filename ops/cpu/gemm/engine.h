@@ -50,6 +50,7 @@ struct Workspace {
   std::vector<Acc> a, b, c, shared_b;
   std::vector<unsigned char> native_a, native_b, shared_native_b;  // a kernel's own layout
   std::vector<char> ok_a, ok_b, shared_ok_b;  // per panel: the kernel computes it exactly
+  std::vector<char> on_exact;                  // per register tile: moved to the exact chain
   static Workspace& mine() {
     thread_local Workspace w;
     return w;
@@ -170,6 +171,10 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     unsigned char* nbp = native && !shared ? grown(ws.native_b, np * bytes_b) : nullptr;
     char* oka = native ? grown(ws.ok_a, mp) : nullptr;
     char* okb = native && !shared ? grown(ws.ok_b, np) : nullptr;
+    // A register tile that took the exact chain for one k block stays on it: its partial
+    // sums may then be f32 subnormals, which the tile unit would flush.
+    char* on_exact = native ? grown(ws.on_exact, mp * np) : nullptr;
+    if (native) std::fill_n(on_exact, mp * np, char(0));
     if (K == 0) std::fill_n(pc, mp * MR * ldc, Acc(0));
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
@@ -188,12 +193,14 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
         for (int64_t i = 0; i < mp; ++i) {
           const Acc *a32 = pa + i * MR * kc, *b32 = pb + j * NR * kc;
           Acc* c = pc + i * MR * ldc + j * NR;
-          if (!native)
+          if (!native) {
             kn.fn(kc, a32, b32, c, ldc, k0 == 0, half);
-          else if (oka[i] && okb[j])
+          } else if (oka[i] && okb[j] && !on_exact[i * np + j]) {
             kn.fn(kc, na + i * bytes_a, nbp + j * bytes_b, c, ldc, k0 == 0, half);
-          else
+          } else {
+            on_exact[i * np + j] = 1;
             exact_tile(MR, NR, kc, a32, b32, c, ldc, k0 == 0, half);
+          }
         }
       }
     }

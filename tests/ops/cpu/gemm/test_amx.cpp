@@ -146,6 +146,11 @@ TEST_CASE("amx kernels on the tile model: f16 overflow, f16 subnormals, and valu
   CHECK(dot1<bfloat16, float>({bfloat16(0x1p-100f)}, {bfloat16(0x1p-30f)}, kModelBf16) == 0x1p-130);
   CHECK(dot1<bfloat16, float>({bfloat16(0x1p-50f), bfloat16(3.0f)}, {bfloat16(0x1p-50f), bfloat16(-0.5f)},
                               kModelBf16) == 0x1p-100 - 1.5);
+  // A tile that fell back for one k block stays on the exact chain: its partial sum 2^-130
+  // (subnormal) would be flushed if the next block (2^-56 * 2^-56) ran on the tiles.
+  std::vector<bfloat16> x(257, bfloat16(0.0f)), y(257, bfloat16(0.0f));
+  x[0] = bfloat16(0x1p-100f), y[0] = bfloat16(0x1p-30f), x[256] = bfloat16(0x1p-56f), y[256] = bfloat16(0x1p-56f);
+  CHECK(dot1<bfloat16, float>(x, y, kModelBf16) == 0x1p-112 + 0x1p-130);
 }
 
 TEST_CASE("amx kernels on the tile model pass the first-use self-check", "[gemm][amx]") {
