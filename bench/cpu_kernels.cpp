@@ -32,8 +32,12 @@ float avx512_fma_burst(int64_t iters) {
   const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
   for (int64_t k = 0; k < iters; ++k)
     for (int i = 0; i < 10; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+  alignas(64) float lanes[16];
   float sink = 0;
-  for (int i = 0; i < 10; ++i) sink += _mm512_reduce_add_ps(acc[i]);
+  for (int i = 0; i < 10; ++i) {
+    _mm512_store_ps(lanes, acc[i]);
+    sink += lanes[i];
+  }
   return sink;
 }
 }  // namespace
