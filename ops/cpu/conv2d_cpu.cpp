@@ -76,7 +76,7 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
     const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
     gemm::Epilogue<Acc> ep;
     ep.bias = bias.defined() ? b32.data() + grp * g.Kg : nullptr;
-    gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep);
+    gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>());
   }
 }
 
@@ -134,7 +134,8 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
         const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
                              I > 1 ? g.sh * g.W * g.C : 0, J > 1 ? g.sw * g.C : 0, 1};
         // A phase no tap reaches gets a sum of nothing: zeros.
-        gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, gemm::Epilogue<Acc>{});
+        gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, gemm::Epilogue<Acc>{}, -1,
+                       &gemm::kernel_for_values<T>());
       }
     }
 }
@@ -173,7 +174,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       gemm::ConvTaps<Wide<T>> cols{forward_fields(g, x, grp)};
       cols.m_base = m0;
       const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
-      gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, cols, o, gemm::Epilogue<Acc>{}, threads);
+      gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, cols, o, gemm::Epilogue<Acc>{}, threads,
+                     &gemm::kernel_for_values<T>());
     }
   }
   const gemm::Output o{gwt.data<T>(), gwt.dtype(), 1, 1, 0, 0, 0, 1};

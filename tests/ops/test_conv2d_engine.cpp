@@ -11,6 +11,7 @@
 
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "tests/ops/cpu/gemm/model_kernels.h"
 
 using namespace hg;
 
@@ -52,7 +53,8 @@ enum class Pass { forward, dgrad, wgrad };
 
 // Checks `got` (one of the three results) against the f64 sums of the operands' values:
 // |got - ref| <= u_out |ref| + (terms + 2) 2^-24 sum |products| + f16's subnormal step.
-void check_pass(Pass pass, const Case& c, const Tensor& a, const Tensor& b, const Tensor& got) {
+// (split: sums per product, 4 for the AMX kernel's f16 = hi + lo split.)
+void check_pass(Pass pass, const Case& c, const Tensor& a, const Tensor& b, const Tensor& got, int split = 1) {
   const std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
   std::vector<double> ref(static_cast<size_t>(got.numel()), 0.0), mag(ref.size(), 0.0);
   std::vector<int64_t> terms(ref.size(), 0);
@@ -67,7 +69,7 @@ void check_pass(Pass pass, const Case& c, const Tensor& a, const Tensor& b, cons
   const std::vector<double> gv = got.to_vector<double>();
   int64_t bad = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    const double bound = u * std::abs(ref[i]) + (terms[i] + 2) * u_acc * mag[i] + tiny;
+    const double bound = u * std::abs(ref[i]) + (split * terms[i] + 2) * u_acc * mag[i] + tiny;
     if (!(std::abs(gv[i] - ref[i]) <= bound) && bad++ < 5) {
       INFO("element " << i << " got " << gv[i] << " want " << ref[i] << " bound " << bound);
       CHECK(false);
@@ -76,7 +78,7 @@ void check_pass(Pass pass, const Case& c, const Tensor& a, const Tensor& b, cons
   CHECK(bad == 0);
 }
 
-void check_case(const Case& c, DType dt, uint64_t seed) {
+void check_case(const Case& c, DType dt, uint64_t seed, int split = 1) {
   Generator g(seed);
   const Tensor x = randn(c.x, {dt}, &g), w = randn(c.w, {dt}, &g), gy = randn(out_shape(c), {dt}, &g);
   const Device cpu = Device::cpu();
@@ -86,15 +88,15 @@ void check_case(const Case& c, DType dt, uint64_t seed) {
   conv2d_wgrad_stub(cpu, gy, x, gw, c.p);
   {
     INFO("forward");
-    check_pass(Pass::forward, c, x, w, y);
+    check_pass(Pass::forward, c, x, w, y, split);
   }
   {
     INFO("input gradient");
-    check_pass(Pass::dgrad, c, gy, w, gx);
+    check_pass(Pass::dgrad, c, gy, w, gx, split);
   }
   {
     INFO("weight gradient");
-    check_pass(Pass::wgrad, c, gy, x, gw);
+    check_pass(Pass::wgrad, c, gy, x, gw, split);
   }
 }
 
@@ -144,6 +146,26 @@ TEST_CASE("conv kernels: the U-Net's first layer (1 channel), its 1x1 head and i
       INFO("x " << shape_str(c.x) << " w " << shape_str(c.w) << " " << dtype_name(dt));
       check_case(c, dt, ++seed);
     }
+}
+
+TEST_CASE("conv kernels of f16/bf16 tensors on the AMX kernels (tile model) equal f64 loops", "[conv2d][gemm][amx]") {
+  const Case cases[] = {
+      {{2, 9, 11, 4}, {6, 3, 3, 2}, {{2, 3}, {1, 2}, {2, 1}, 2}},
+      {{2, 16, 16, 1}, {8, 3, 3, 1}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{1, 12, 12, 40}, {33, 3, 3, 40}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // K past one 32-wide step
+  };
+  uint64_t seed = 80;
+  for (DType dt : {f16, bf16}) {
+    const bool split = dt == f16;
+    cpu::gemm::OverrideKernel use(split ? cpu::gemm::Operands::f16 : cpu::gemm::Operands::bf16,
+                                  split ? test_gemm::kModelF16 : test_gemm::kModelBf16);
+    const int64_t calls = test_gemm::model_calls();
+    for (const Case& c : cases) {
+      INFO("x " << shape_str(c.x) << " w " << shape_str(c.w) << " " << dtype_name(dt));
+      check_case(c, dt, ++seed, split ? 4 : 1);
+    }
+    CHECK(test_gemm::model_calls() > calls);
+  }
 }
 
 TEST_CASE("conv2d adds its bias in the f32 sum and rounds once", "[conv2d][numerics]") {

@@ -1,5 +1,6 @@
-// The engine's non-template parts: the micro-kernels (AVX2/FMA for f32 where the build
-// targets it, portable fused multiply-adds otherwise and for f64) and the epilogue store.
+// The engine's non-template parts: the AVX2 micro-kernel (portable fused multiply-adds
+// where the build does not target AVX2/FMA, and for f64), the exact tile every kernel
+// falls back to, and the epilogue store.
 #include "ops/cpu/gemm/engine.h"
 
 #include <cmath>
@@ -12,26 +13,31 @@
 #endif
 
 namespace hg::cpu::gemm {
-namespace {
 
-// The same chain of fused multiply-adds the vector kernel performs, one element at a time.
 template <class Acc>
-void portable_kernel(int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first) {
-  Acc acc[MR][NR];
-  for (int64_t i = 0; i < MR; ++i)
-    for (int64_t j = 0; j < NR; ++j) acc[i][j] = first ? Acc(0) : c[i * ldc + j];
-  for (int64_t k = 0; k < kc; ++k, b += NR)
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t j = 0; j < NR; ++j) acc[i][j] = std::fma(a[i * kc + k], b[j], acc[i][j]);
-  for (int64_t i = 0; i < MR; ++i)
-    for (int64_t j = 0; j < NR; ++j) c[i * ldc + j] = acc[i][j];
+void exact_tile(int64_t mr, int64_t nr, int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first,
+                bool half) {
+  const int64_t cols = half ? nr / 2 : nr;
+  Acc acc[kMaxR][kMaxR];
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < cols; ++j) acc[i][j] = first ? Acc(0) : c[i * ldc + j];
+  for (int64_t k = 0; k < kc; ++k, b += nr)
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < cols; ++j) acc[i][j] = std::fma(a[i * kc + k], b[j], acc[i][j]);
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = acc[i][j];
 }
 
-}  // namespace
+template void exact_tile<float>(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t, bool, bool);
+template void exact_tile<double>(int64_t, int64_t, int64_t, const double*, const double*, double*, int64_t, bool,
+                                 bool);
 
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
+namespace {
+
+constexpr int64_t MR = 6, NR = 16;  // the AVX2 tile: 6x16 f32 = 12 accumulators
+
+void avx2_full(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
 #ifdef HG_GEMM_AVX2
-  static_assert(MR == 6 && NR == 16, "the AVX2 kernel is a 6x16 tile");
   __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
   if (first) {
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
@@ -66,11 +72,11 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
   _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 #else
-  portable_kernel(kc, a, b, c, ldc, first);
+  exact_tile(MR, NR, kc, a, b, c, ldc, first, false);
 #endif
 }
 
-void micro_kernel_half(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
+void avx2_half(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
 #ifdef HG_GEMM_AVX2
   __m256 c0, c1, c2, c3, c4, c5;
   if (first) {
@@ -92,16 +98,33 @@ void micro_kernel_half(int64_t kc, const float* a, const float* b, float* c, int
   _mm256_storeu_ps(c, c0), _mm256_storeu_ps(c + ldc, c1), _mm256_storeu_ps(c + 2 * ldc, c2);
   _mm256_storeu_ps(c + 3 * ldc, c3), _mm256_storeu_ps(c + 4 * ldc, c4), _mm256_storeu_ps(c + 5 * ldc, c5);
 #else
-  portable_kernel(kc, a, b, c, ldc, first);
+  exact_tile(MR, NR, kc, a, b, c, ldc, first, true);
 #endif
 }
 
-void micro_kernel_half(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first) {
-  portable_kernel(kc, a, b, c, ldc, first);
+void avx2_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
+  const auto* af = static_cast<const float*>(a);
+  const auto* bf = static_cast<const float*>(b);
+  if (half)
+    avx2_half(kc, af, bf, c, ldc, first);
+  else
+    avx2_full(kc, af, bf, c, ldc, first);
 }
 
-void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first) {
-  portable_kernel(kc, a, b, c, ldc, first);
+void f64_fn(int64_t kc, const void* a, const void* b, double* c, int64_t ldc, bool first, bool half) {
+  exact_tile(MR, NR, kc, static_cast<const double*>(a), static_cast<const double*>(b), c, ldc, first, half);
+}
+
+}  // namespace
+
+const Kernel<float>& avx2_kernel() {
+  static const Kernel<float> k{"avx2 f32 6x16", MR, NR, avx2_fn};
+  return k;
+}
+
+const Kernel<double>& f64_kernel() {
+  static const Kernel<double> k{"portable f64 6x16", MR, NR, f64_fn};
+  return k;
 }
 
 namespace {

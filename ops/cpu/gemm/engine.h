@@ -6,16 +6,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "framework/dtype.h"
+#include "ops/cpu/gemm/kernel.h"
 
 namespace hg::cpu::gemm {
 
-// The register tile: MR rows of A by NR columns of B (6x16 f32 = 12 AVX2 accumulators).
-constexpr int64_t MR = 6, NR = 16;
-// K per packed block (B's micro-panel, KC*NR*4 = 16 KiB, stays in L1), rows of A per block
-// (MC*KC*4 = 144 KiB in L2) and columns of B per output tile (B block in L2/L3).
+// K per packed block (a B micro-panel of KC x NR f32 stays in L1), rows of A per block
+// (MC x KC f32 = 144 KiB in L2) and columns of B per output tile (B block in L2/L3). The
+// register tile (MR x NR) is the chosen kernel's (kernel.h).
 constexpr int64_t KC = 256, MC = 144, NC = 512;
 
 // Where element (m, n) of the result goes: row m is pixel (z, i, j) of a grid of I x J
@@ -37,16 +38,6 @@ struct Epilogue {
   bool relu = false;
 };
 
-// c[MR x NR] (row stride ldc) = (first ? 0 : c) + a · b for an A panel of MR rows of kc
-// values each (row-major) and a B panel of kc rows of NR values (k-major); each element is
-// one sequential chain of fused multiply-adds in k order.
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first);
-void micro_kernel(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first);
-// The same for a B panel whose columns past NR/2 are padding: only c's first NR/2 columns
-// are computed (the rest of the tile is left as it was, and never stored).
-void micro_kernel_half(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first);
-void micro_kernel_half(int64_t kc, const double* a, const double* b, double* c, int64_t ldc, bool first);
-
 // Writes rows [m0, m0 + mn) x columns [n0, n0 + nn) of the tile c (row stride ldc) through the epilogue.
 template <class Acc>
 void store_tile(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, int64_t nn, const Output& out,
@@ -57,14 +48,17 @@ void store_tile(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, i
 template <class Acc>
 struct Workspace {
   std::vector<Acc> a, b, c, shared_b;
+  std::vector<unsigned char> native_a, native_b, shared_native_b;  // a kernel's own layout
+  std::vector<char> ok_a, ok_b, shared_ok_b;  // per panel: the kernel computes it exactly
+  std::vector<char> on_exact;                  // per register tile: moved to the exact chain
   static Workspace& mine() {
     thread_local Workspace w;
     return w;
   }
 };
 
-template <class Acc>
-Acc* grown(std::vector<Acc>& v, int64_t n) {
+template <class V>
+typename V::value_type* grown(V& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
   return v.data();
 }
@@ -79,15 +73,58 @@ inline int threads_for(int64_t M, int64_t N, int64_t K) {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// out = epilogue(A · B) for A an M x K source and B given as its N x K transpose source.
+// The operand format of a pair of sources (their element type; conv sources of widened
+// activations read as f32).
+template <class SA, class SB>
+constexpr Operands operands_of() {
+  using A = typename SA::Elem;
+  using B = typename SB::Elem;
+  if constexpr (std::is_same_v<A, half> && std::is_same_v<B, half>) return Operands::f16;
+  if constexpr (std::is_same_v<A, bfloat16> && std::is_same_v<B, bfloat16>) return Operands::bf16;
+  return Operands::f32;
+}
+
+// The kernel for operands whose values are all of type T, also where a source holds them
+// widened to f32 (a convolution's activations).
+template <class T>
+const Kernel<compute_t<T>>& kernel_for_values() {
+  if constexpr (std::is_same_v<T, double>)
+    return kernel_for_f64();
+  else
+    return kernel_for(std::is_same_v<T, half>       ? Operands::f16
+                      : std::is_same_v<T, bfloat16> ? Operands::bf16
+                                                    : Operands::f32);
+}
+
+template <class Acc, class SA, class SB>
+const Kernel<Acc>& default_kernel() {
+  if constexpr (std::is_same_v<Acc, double>)
+    return kernel_for_f64();
+  else
+    return kernel_for(operands_of<SA, SB>());
+}
+
+// Converts np packed f32 panels of r rows (stride r*kc) into the kernel's layout (stride
+// bytes each), recording per panel whether the kernel computes it exactly.
+template <class Acc>
+void repack_panels(bool (*convert)(const Acc*, int64_t, void*), const Acc* f32, int64_t np, int64_t r, int64_t kc,
+                   unsigned char* dst, int64_t bytes, char* ok) {
+  for (int64_t p = 0; p < np; ++p) ok[p] = convert(f32 + p * r * kc, kc, dst + p * bytes);
+}
+
+// out = epilogue(A · B) for A an M x K source and B given as its N x K transpose source,
+// with `kernel` (default: the current path's for these operands).
 // Both pack blocks of rows [r0, r0 + rn) x [k0, k0 + kc) into panels of R rows, zero rows
 // past rn: A with `pack_rows` (each panel row-major: R rows of kc), B with `pack` (each
-// panel k-major: kc groups of R). The output is split into tiles only (rows x columns); every element's
-// sum runs over k in order in one tile, so results do not depend on the thread count.
+// panel k-major: kc groups of R); a kernel with its own layout then converts each panel.
+// The output is split into tiles only (rows x columns); every element's sum runs over k in
+// order in one tile, so results do not depend on the thread count.
 template <class Acc, class SA, class SB>
 void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output& out, const Epilogue<Acc>& ep,
-         int threads = -1) {
+         int threads = -1, const Kernel<Acc>* kernel = nullptr) {
   if (M <= 0 || N <= 0) return;
+  const Kernel<Acc>& kn = kernel ? *kernel : default_kernel<Acc, SA, SB>();
+  const int64_t MR = kn.mr, NR = kn.nr;
   if (threads < 0) threads = threads_for(M, N, K);
   int64_t mb = ceil_div(M, MC), nb = ceil_div(N, NC);
   if (mb * nb < threads) {  // too few tiles: split the longer side further
@@ -100,15 +137,25 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
   mb = ceil_div(M, mc), nb = ceil_div(N, nc);
   const int64_t tiles = mb * nb, kblocks = ceil_div(K, KC), block_b = ceil_div(nc, NR) * NR * KC;
   const int nt = static_cast<int>(std::min<int64_t>(threads, tiles));
+  const bool native = kn.repack_a != nullptr;
+  const int64_t bytes_a = native ? kn.panel_bytes(KC, MR) : 0, bytes_b = native ? kn.panel_bytes(KC, NR) : 0;
+  const int64_t panels_b = ceil_div(nc, NR);  // B panels per block
   // When several row tiles would pack the same B blocks, B is packed once up front (all of
   // it, bounded to ~16 MiB) and shared; else each tile packs its own.
   const bool shared = mb > 1 && nb * kblocks * block_b * static_cast<int64_t>(sizeof(Acc)) <= (int64_t{16} << 20);
-  Acc* sb = shared ? grown(Workspace<Acc>::mine().shared_b, nb * kblocks * block_b) : nullptr;
+  Workspace<Acc>& main_ws = Workspace<Acc>::mine();
+  Acc* sb = shared ? grown(main_ws.shared_b, nb * kblocks * block_b) : nullptr;
+  unsigned char* snb = shared && native ? grown(main_ws.shared_native_b, nb * kblocks * panels_b * bytes_b) : nullptr;
+  char* sok = shared && native ? grown(main_ws.shared_ok_b, nb * kblocks * panels_b) : nullptr;
   if (shared) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int64_t i = 0; i < nb * kblocks; ++i) {
-      const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KC;
-      b.pack(sb + i * block_b, n0, std::min(nc, N - n0), k0, std::min(KC, K - k0), NR);
+      const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KC, nn = std::min(nc, N - n0);
+      const int64_t kc = std::min(KC, K - k0);
+      b.pack(sb + i * block_b, n0, nn, k0, kc, NR);
+      if (native)
+        repack_panels(kn.repack_b, sb + i * block_b, ceil_div(nn, NR), NR, kc, snb + i * panels_b * bytes_b, bytes_b,
+                      sok + i * panels_b);
     }
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
@@ -120,21 +167,41 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     Acc* pa = grown(ws.a, mp * MR * KC);
     Acc* pb = shared ? nullptr : grown(ws.b, np * NR * KC);
     Acc* pc = grown(ws.c, mp * MR * ldc);
+    unsigned char* na = native ? grown(ws.native_a, mp * bytes_a) : nullptr;
+    unsigned char* nbp = native && !shared ? grown(ws.native_b, np * bytes_b) : nullptr;
+    char* oka = native ? grown(ws.ok_a, mp) : nullptr;
+    char* okb = native && !shared ? grown(ws.ok_b, np) : nullptr;
+    // A register tile that took the exact chain for one k block stays on it: its partial
+    // sums may then be f32 subnormals, which the tile unit would flush.
+    char* on_exact = native ? grown(ws.on_exact, mp * np) : nullptr;
+    if (native) std::fill_n(on_exact, mp * np, char(0));
     if (K == 0) std::fill_n(pc, mp * MR * ldc, Acc(0));
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
-      if (shared)
-        pb = sb + ((t % nb) * kblocks + k0 / KC) * block_b;
-      else
+      if (shared) {
+        const int64_t block = (t % nb) * kblocks + k0 / KC;
+        pb = sb + block * block_b;
+        if (native) nbp = snb + block * panels_b * bytes_b, okb = sok + block * panels_b;
+      } else {
         b.pack(pb, n0, nn, k0, kc, NR);
+        if (native) repack_panels(kn.repack_b, pb, np, NR, kc, nbp, bytes_b, okb);
+      }
       a.pack_rows(pa, m0, mn, k0, kc, MR);
+      if (native) repack_panels(kn.repack_a, pa, mp, MR, kc, na, bytes_a, oka);
       for (int64_t j = 0; j < np; ++j) {
         const bool half = nn - j * NR <= NR / 2;
-        for (int64_t i = 0; i < mp; ++i)
-          if (half)
-            micro_kernel_half(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);
-          else
-            micro_kernel(kc, pa + i * MR * kc, pb + j * NR * kc, pc + i * MR * ldc + j * NR, ldc, k0 == 0);
+        for (int64_t i = 0; i < mp; ++i) {
+          const Acc *a32 = pa + i * MR * kc, *b32 = pb + j * NR * kc;
+          Acc* c = pc + i * MR * ldc + j * NR;
+          if (!native) {
+            kn.fn(kc, a32, b32, c, ldc, k0 == 0, half);
+          } else if (oka[i] && okb[j] && !on_exact[i * np + j]) {
+            kn.fn(kc, na + i * bytes_a, nbp + j * bytes_b, c, ldc, k0 == 0, half);
+          } else {
+            on_exact[i * np + j] = 1;
+            exact_tile(MR, NR, kc, a32, b32, c, ldc, k0 == 0, half);
+          }
+        }
       }
     }
     store_tile(pc, ldc, m0, mn, n0, nn, out, ep);

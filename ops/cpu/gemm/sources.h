@@ -48,6 +48,7 @@ inline void scatter_row(const Acc* row, Acc* panel, int64_t i, int64_t R, int64_
 // Element (i, k) = p[i*rs + k*ks], or p[i*rs + koff[k]] when an offset table is given.
 template <class T>
 struct Matrix {
+  using Elem = T;
   using Acc = compute_t<T>;
   const T* p;
   int64_t rs, ks = 1;
@@ -82,7 +83,7 @@ struct Matrix {
       if (!koff && ks == 1) {
         for (int64_t i = 0; i < rows; ++i) widen(base + i * rs + k0, dst + i * kc, kc);
       } else if (rs == 1) {  // the panel's rows are contiguous at each k: widen, then transpose
-        Acc col[MR > NR ? MR : NR];
+        Acc col[kMaxR];
         for (int64_t k = 0; k < kc; ++k) {
           widen(base + at_k(k0 + k), col, rows);
           for (int64_t i = 0; i < rows; ++i) dst[i * kc + k] = col[i];
@@ -103,6 +104,7 @@ struct Matrix {
 // backwards over the output gradient (see conv2d_cpu.cpp).
 template <class T>
 struct ConvGeometry {
+  using Elem = T;
   using Acc = compute_t<T>;
   const T* x;
   int64_t H, W, C, c0, Cg, R, S, I, J;
@@ -190,12 +192,11 @@ struct ConvRows : ConvGeometry<T> {
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  // Packs for the B side only (R == NR, rn <= NC): each pixel's taps are gathered into a
-  // contiguous line in whole runs (kernel rows where possible), then copied panel by panel.
-  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t) const {
-    constexpr int64_t R = NR;
+  // Packs for the B side only (rn <= NC): each pixel's taps are gathered into a contiguous
+  // line in whole runs (kernel rows where possible), then copied panel by panel.
+  void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
     const int64_t panels = (rn + R - 1) / R;
-    Acc line[NC + NR];
+    Acc line[NC + kMaxR];
     std::fill(line + rn, line + panels * R, Acc(0));
     const auto at = this->tap(r0);
     auto px = this->pixel(k0);

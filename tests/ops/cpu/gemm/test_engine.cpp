@@ -2,83 +2,20 @@
 // strided and tile-spanning shapes against an f64 reference with the f32-accumulation
 // bound, the fused epilogue (alpha, bias, ReLU, one rounding, f16 overflow to inf),
 // subnormal inputs, and bitwise independence of the thread count.
-#include <omp.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "framework/bfloat16.h"
-#include "framework/half.h"
-#include "ops/cpu/gemm/sources.h"
+#include "tests/ops/cpu/gemm/reference.h"
 
 using namespace hg;
 using namespace hg::cpu;
 
 namespace {
 
-// A row-major M x K operand stored with strides (rs, ks) in a buffer of T.
-template <class T>
-struct Operand {
-  int64_t rows, cols, rs, ks;
-  std::vector<T> data;
-  double at(int64_t i, int64_t k) const { return static_cast<double>(load(data[static_cast<size_t>(i * rs + k * ks)])); }
-  gemm::Matrix<T> source() const { return {data.data(), rs, ks}; }
-};
-
-// Values already representable in T (so the reference sees exactly what the engine reads).
-template <class T>
-Operand<T> random_operand(int64_t rows, int64_t cols, bool row_major, uint64_t seed, double scale = 1.0) {
-  Operand<T> o{rows, cols, row_major ? cols : 1, row_major ? 1 : rows, {}};
-  std::mt19937_64 g(seed);
-  std::normal_distribution<double> d(0.0, scale);
-  o.data.resize(static_cast<size_t>(rows * cols));
-  for (T& v : o.data) v = store<T>(d(g));
-  return o;
-}
-
-constexpr double kU32 = 0x1p-24;
-
-double unit_roundoff(DType dt) {
-  return dt == DType::f16 ? 0x1p-11 : dt == DType::bf16 ? 0x1p-8 : dt == DType::f64 ? 0x1p-53 : kU32;
-}
-
-// Runs the engine into an output of T and checks every element against f64:
-// |got - ref| <= (K + 1) u32 sum|a||b| (accumulation, and f32 products) + u_out |ref| + the
-// output type's smallest subnormal step.
-template <class T, class Out = T>
-void check_product(const Operand<T>& a, const Operand<T>& bt, const std::vector<double>& bias, double alpha,
-                   bool relu, int threads = -1) {
-  using Acc = compute_t<T>;
-  const int64_t M = a.rows, N = bt.rows, K = a.cols;
-  std::vector<Out> out(static_cast<size_t>(M * N));
-  std::vector<Acc> b32(bias.begin(), bias.end());
-  gemm::Epilogue<Acc> ep{static_cast<Acc>(alpha), bias.empty() ? nullptr : b32.data(), relu};
-  gemm::run<Acc>(M, N, K, a.source(), bt.source(), gemm::Output{out.data(), dtype_v<Out>, 1, M, 0, 0, N, 1}, ep,
-                 threads);
-  const double u_acc = std::is_same_v<Acc, double> ? 0x1p-53 : kU32, u_out = unit_roundoff(dtype_v<Out>);
-  const double tiny = dtype_v<Out> == DType::f16 ? 0x1p-25 : dtype_v<Out> == DType::f64 ? 0 : 0x1p-149;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double ref = 0, mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        ref += a.at(i, k) * bt.at(j, k);
-        mag += std::abs(a.at(i, k) * bt.at(j, k));
-      }
-      ref = alpha * ref + (bias.empty() ? 0.0 : bias[static_cast<size_t>(j)]);
-      if (relu && ref < 0) ref = 0;
-      const double got = static_cast<double>(load(out[static_cast<size_t>(i * N + j)]));
-      const double bound = (K + 3) * u_acc * (std::abs(alpha) * mag + std::abs(ref)) + u_out * std::abs(ref) + tiny;
-      if (!(std::abs(got - ref) <= bound) && bad++ < 5) {
-        INFO("element (" << i << ", " << j << ") got " << got << " want " << ref << " bound " << bound);
-        CHECK(false);
-      }
-    }
-  CHECK(bad == 0);
-}
+using namespace hg::test_gemm;
 
 struct Shape3 {
   int64_t M, N, K;

@@ -1,0 +1,76 @@
+// The GEMM engine's micro-kernel descriptors: register tile (MR x NR), the function, and
+// the kernel's own operand layout if it has one (AMX's bf16 VNNI tiles), chosen once per
+// operand format from hg::cpu::isa() and self-checked against the AVX2 kernel on first use.
+#pragma once
+#include <cstdint>
+
+namespace hg::cpu::gemm {
+
+// The largest register tile dimension of any kernel (bounds the packers' stack buffers).
+constexpr int64_t kMaxR = 32;
+
+// What the operands' values are exactly: a kernel may rely on it (AMX needs bf16 values,
+// or f16 values to split into two bf16).
+enum class Operands { f32, bf16, f16 };
+
+// c[mr x nr] (row stride ldc) = (first ? 0 : c) + a · b over kc values of k. a and b are the
+// engine's f32 panels (A: mr rows of kc, row-major; B: kc groups of nr, k-major), or the
+// kernel's own layout when `repack` is set. With `half`, only c's first nr/2 columns are
+// computed (the B panel's other columns are padding) and the rest of the tile is untouched.
+template <class Acc>
+struct Kernel {
+  const char* name;
+  int64_t mr, nr;
+  void (*fn)(int64_t kc, const void* a, const void* b, Acc* c, int64_t ldc, bool first, bool half);
+  // A kernel with its own layout: bytes of one converted panel of r rows by kc, and the
+  // conversion of an f32 panel (A side: row-major, B side: k-major). The conversion
+  // returns false when a value is outside what the kernel computes exactly (not of the
+  // format, non-finite, or so small that the unit would flush it); the engine then runs
+  // that tile with `exact_tile`, the portable chain of fused multiply-adds.
+  int64_t (*panel_bytes)(int64_t kc, int64_t r) = nullptr;
+  bool (*repack_a)(const Acc* panel, int64_t kc, void* dst) = nullptr;
+  bool (*repack_b)(const Acc* panel, int64_t kc, void* dst) = nullptr;
+  // The summation bound relative to the plain f32 chain: terms per product (4 for the f16
+  // split), used by the first-use self-check.
+  int terms = 1;
+};
+
+// The portable tile: the same chain of fused multiply-adds as the AVX2 kernel, for any
+// mr x nr (a kernel's fallback for a tile its unit cannot compute exactly).
+template <class Acc>
+void exact_tile(int64_t mr, int64_t nr, int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first,
+                bool half);
+
+// The kernels this build has (each may be unrunnable on this CPU).
+const Kernel<float>& avx2_kernel();
+const Kernel<float>& avx512_kernel();
+const Kernel<float>& amx_bf16_kernel();
+const Kernel<float>& amx_f16_kernel();
+const Kernel<double>& f64_kernel();
+
+// The kernel for these operands on the current path (isa()); a path that failed its
+// self-check falls back to the AVX2 kernel, with one warning on stderr per process.
+const Kernel<float>& kernel_for(Operands ops);
+inline const Kernel<double>& kernel_for_f64() { return f64_kernel(); }
+
+// Runs a kernel on a small product (odd M, N, K; f16 overflow to inf; subnormals) and
+// compares with the AVX2 kernel within the f32-accumulation bound; true when it agrees.
+bool self_check(const Kernel<float>& k, Operands ops);
+
+// How many kernels failed their self-check in this process (tests, reports).
+int self_check_failures();
+
+// Tests only: while alive, kernel_for(ops) considers `k` the current path's kernel (its
+// self-check runs afresh on first use), whatever the CPU.
+class OverrideKernel {
+ public:
+  OverrideKernel(Operands ops, const Kernel<float>& k);
+  ~OverrideKernel();
+  OverrideKernel(const OverrideKernel&) = delete;
+  OverrideKernel& operator=(const OverrideKernel&) = delete;
+
+ private:
+  Operands ops_;
+};
+
+}  // namespace hg::cpu::gemm
