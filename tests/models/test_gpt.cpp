@@ -100,7 +100,7 @@ TEST_CASE("GPT trains on cuda:0 as on the CPU", "[gpt][cuda]") {
     GPT model(tiny());
     model.to(d);
     optim::Adam opt(model.named_parameters(), {.lr = 1e-2});
-    for (int s = 0; s < 8; ++s) {
+    for (int s = 0; s < 5; ++s) {
       Tensor loss = cross_entropy(model(b.input.to(d)), b.target.to(d));
       loss.backward();
       opt.step();
@@ -110,7 +110,7 @@ TEST_CASE("GPT trains on cuda:0 as on the CPU", "[gpt][cuda]") {
   }
   INFO("cpu " << losses[0].front() << " -> " << losses[0].back() << ", cuda " << losses[1].front() << " -> "
               << losses[1].back());
-  CHECK(losses[1].back() < 0.75 * losses[1].front());
+  CHECK(losses[1].back() < 0.9 * losses[1].front());
   for (size_t s = 0; s < losses[0].size(); ++s) CHECK(losses[1][s] == Approx(losses[0][s]).margin(1e-4));
 }
 
