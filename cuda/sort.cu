@@ -1,19 +1,24 @@
 // argsort on the cuda device: each line of the [outer, n, inner] view becomes (key, position)
 // pairs, the key a u64 whose unsigned order is the CPU's order (NaN largest, -0 equal to +0,
-// inverted for descending), and a bitonic network sorts the pairs of every line at once in
-// global memory, one launch per step (any row length). Equal keys fall back to the position,
-// so the result is the CPU's stable order, bit for bit.
+// inverted for descending), and a bitonic network sorts them: a block per line in shared
+// memory for lines of up to kBlockWidth, else in global memory with a launch per step (any
+// length). Equal keys fall back to the position, so the order is the CPU's stable one.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
+#include "cuda/primitives/barrier.h"
+#include "cuda/primitives/shared_memory.h"
 #include "ops/index_kernels.h"
 
 namespace hg::cuda {
 namespace {
 
 constexpr uint64_t kPadKey = ~uint64_t{0};
+constexpr int64_t kBlockWidth = 2048;  // 32 KiB of (key, position) pairs in shared memory
+constexpr unsigned kBlockThreads = 256;
 
 // A key whose unsigned order is the order the CPU sorts by (compute_t<T>'s <, NaN after
 // everything): floats are widened to f64 (exact), -0 becomes +0 and every NaN one NaN, then
@@ -60,28 +65,53 @@ struct LoadPairs {
   }
 };
 
-// One step of the bitonic network: element a of each pair (a, a + j) of a block of size k
-// ends with the smaller pair when the block sorts ascending.
+// Pair h of one step (k, j) of the bitonic network over one line's pairs: elements a and
+// a + j, ordered ascending where the size-k block containing a sorts ascending.
+HG_DEVICE void bitonic_compare(uint64_t* key, int64_t* pos, int64_t k, int64_t j, int64_t h) {
+  const int64_t a = 2 * j * (h / j) + h % j, b = a + j;
+  const bool up = (a & k) == 0;
+  const uint64_t ka = key[a], kb = key[b];
+  const int64_t pa = pos[a], pb = pos[b];
+  const bool a_after_b = ka > kb || (ka == kb && pa > pb);
+  if (a_after_b == up) {
+    key[a] = kb;
+    key[b] = ka;
+    pos[a] = pb;
+    pos[b] = pa;
+  }
+}
+
+// One step over every line's pairs in global memory.
 struct BitonicStep {
   uint64_t* key;
   int64_t* pos;
   int64_t width, k, j;
   HG_DEVICE void operator()(int64_t t) const {
-    const int64_t half = width / 2, l = t / half, h = t % half;
-    const int64_t a = 2 * j * (h / j) + h % j, base = l * width;
-    const int64_t ia = base + a, ib = ia + j;
-    const bool up = (a & k) == 0;
-    const uint64_t ka = key[ia], kb = key[ib];
-    const int64_t pa = pos[ia], pb = pos[ib];
-    const bool a_after_b = ka > kb || (ka == kb && pa > pb);
-    if (a_after_b == up) {
-      key[ia] = kb;
-      key[ib] = ka;
-      pos[ia] = pb;
-      pos[ib] = pa;
-    }
+    const int64_t half = width / 2, l = t / half;
+    bitonic_compare(key + l * width, pos + l * width, k, j, t % half);
   }
 };
+
+// The whole network for lines of up to kBlockWidth: a block per line, pairs in shared memory.
+template <class T>
+__global__ void argsort_block(const T* x, int64_t* index, Lines lines, int64_t count, int64_t width, bool descending) {
+  uint64_t* key = dynamic_shared_memory<uint64_t>();
+  int64_t* pos = reinterpret_cast<int64_t*>(key + width);
+  for (int64_t l = blockIdx.x; l < count; l += gridDim.x) {
+    for (int64_t p = threadIdx.x; p < width; p += blockDim.x) {
+      key[p] = p < lines.n ? order_key(x[lines.at(l, p)], descending) : kPadKey;
+      pos[p] = p;
+    }
+    sync_threads();
+    for (int64_t k = 2; k <= width; k *= 2)
+      for (int64_t j = k / 2; j >= 1; j /= 2) {
+        for (int64_t h = threadIdx.x; h < width / 2; h += blockDim.x) bitonic_compare(key, pos, k, j, h);
+        sync_threads();
+      }
+    for (int64_t p = threadIdx.x; p < lines.n; p += blockDim.x) index[lines.at(l, p)] = pos[p];
+    sync_threads();  // the next line reuses the shared pairs
+  }
+}
 
 struct StoreOrder {
   const int64_t* pos;
@@ -105,6 +135,16 @@ void argsort_cuda(const Tensor& x, const Tensor& index, bool descending) {
   int64_t width = 1;
   while (width < lines.n) width *= 2;
   const Device dev = x.device();
+  if (width <= kBlockWidth) {
+    const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>(width / 2, 32, kBlockThreads));
+    visit_dtype(x.dtype(), [&]<typename T>() {
+      launch(argsort_block<T>,
+             {.grid = static_cast<unsigned>(std::min<int64_t>(count, 65535)), .block = threads,
+              .shared_bytes = static_cast<size_t>(width) * 16, .stream = current_stream(dev.index), .name = "argsort_block"},
+             x.data<T>(), index.data<int64_t>(), lines, count, width, descending);
+    });
+    return;
+  }
   const Tensor key = empty({count * width}, {i64, dev}), pos = empty({count * width}, {i64, dev});
   auto* k = static_cast<uint64_t*>(key.data_ptr());
   int64_t* p = pos.data<int64_t>();

@@ -147,23 +147,26 @@ TEST_CASE("sort and argsort on every device: NaN last, ties stable, -0 equal to 
 }
 
 TEST_CASE("long rows along a middle axis sort as a naive stable sort on every device", "[sort][devices]") {
-  // 1500 is not a power of two, and 40 distinct values make long runs of ties.
-  Generator g(9);
-  const Tensor base = randint(0, 40, {2, 1500, 3}, {i64}, &g).to(f32);
-  const std::vector<double> xv = base.to_vector<double>();
-  for (Device d : test::devices()) {
-    for (bool descending : {false, true}) {
-      INFO(test::device_label(d) << (descending ? ", descending" : ", ascending"));
-      const std::vector<int64_t> got = host_i64(argsort(base.to(d), 1, descending));
-      bool ok = true;
-      for (int64_t o = 0; o < 2; ++o)
-        for (int64_t i = 0; i < 3; ++i) {
-          std::vector<double> line;
-          for (int64_t j = 0; j < 1500; ++j) line.push_back(xv[static_cast<size_t>((o * 1500 + j) * 3 + i)]);
-          const std::vector<int64_t> want = naive_order(line, descending);
-          for (int64_t j = 0; j < 1500; ++j) ok = ok && got[static_cast<size_t>((o * 1500 + j) * 3 + i)] == want[j];
-        }
-      CHECK(ok);
+  // Not powers of two; 40 distinct values make long runs of ties. On cuda 1500 takes the
+  // one-block shared-memory sort, 3000 the multi-pass one.
+  for (int64_t n : {1500, 3000}) {
+    Generator g(9);
+    const Tensor base = randint(0, 40, {2, n, 3}, {i64}, &g).to(f32);
+    const std::vector<double> xv = base.to_vector<double>();
+    for (Device d : test::devices()) {
+      for (bool descending : {false, true}) {
+        INFO(test::device_label(d) << ", n " << n << (descending ? ", descending" : ", ascending"));
+        const std::vector<int64_t> got = host_i64(argsort(base.to(d), 1, descending));
+        bool ok = true;
+        for (int64_t o = 0; o < 2; ++o)
+          for (int64_t i = 0; i < 3; ++i) {
+            std::vector<double> line;
+            for (int64_t j = 0; j < n; ++j) line.push_back(xv[static_cast<size_t>((o * n + j) * 3 + i)]);
+            const std::vector<int64_t> want = naive_order(line, descending);
+            for (int64_t j = 0; j < n; ++j) ok = ok && got[static_cast<size_t>((o * n + j) * 3 + i)] == want[j];
+          }
+        CHECK(ok);
+      }
     }
   }
 }
