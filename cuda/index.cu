@@ -104,7 +104,7 @@ void scatter_add_cuda(const Tensor& g, const Tensor& index, const Tensor& acc) {
   const IndexView iv = index_view(index);
   visit_floating(g.dtype(), "scatter_add", [&]<typename T>() {
     using A = accum_t<T>;
-    if (iv.s0 == 0 && iv.s2 == 0) {
+    if ((iv.s0 == 0 || g.size(0) == 1) && (iv.s2 == 0 || inner == 1)) {  // one index for every line
       const Tensor keys = empty({1, m, 1}, {i64, dev}), perm = empty({1, m, 1}, {i64, dev});
       for_each_index(dev.index, "scatter_add_keys", m, CopyKeys{iv, keys.data<int64_t>()});
       argsort_stub(dev, keys, perm, false);

@@ -113,6 +113,24 @@ TEST_CASE("index backward sums repeated indices in f32, in the CPU's order, on e
       }
     }
   }
+  // index_select on a middle axis (one index shared by every line) against f64 sums.
+  const Tensor pick = randint(0, 5, {30}, {i64}, &g), gs = randn({4, 30, 3}, {f64}, &g);
+  std::vector<double> sel_want(4 * 5 * 3, 0.0);
+  const std::vector<int64_t> pv = pick.to_vector<int64_t>();
+  const std::vector<double> gsv = gs.to_vector<double>();
+  for (size_t a = 0; a < 4; ++a)
+    for (size_t m = 0; m < 30; ++m)
+      for (size_t c = 0; c < 3; ++c) sel_want[(a * 5 + static_cast<size_t>(pv[m])) * 3 + c] += gsv[(a * 30 + m) * 3 + c];
+  std::vector<double> sel_cpu;
+  for (Device d : test::devices()) {
+    INFO(test::device_label(d));
+    Tensor x = zeros({4, 5, 3}, {f32, d}).set_requires_grad();
+    index_select(x, 1, pick.to(d)).backward(gs.to(f32).to(d));
+    const std::vector<double> sel = host(x.grad());
+    for (size_t k = 0; k < sel.size(); ++k) CHECK(sel[k] == Approx(sel_want[k]).margin(1e-5));
+    if (d.is_cpu()) sel_cpu = sel;
+    else CHECK(sel == sel_cpu);
+  }
   for (Device d : test::devices()) {
     INFO(test::device_label(d));
     // 3000 f16 ones on one row: 3000 in f32 (an f16 running sum would stall at 2048).
