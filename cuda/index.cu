@@ -109,7 +109,8 @@ void scatter_add_cuda(const Tensor& g, const Tensor& index, const Tensor& acc) {
       for_each_index(dev.index, "scatter_add_keys", m, CopyKeys{iv, keys.data<int64_t>()});
       argsort_stub(dev, keys, perm, false);
       for_each_index(dev.index, "scatter_add_runs", g.numel(),
-                     ScatterRuns<T>{g.data<T>(), acc.data<A>(), keys.data<int64_t>(), perm.data<int64_t>(), n, m, inner});
+                     ScatterRuns<T>{g.data<T>(), acc.data<A>(), keys.data<int64_t>(), perm.data<int64_t>(), n, m,
+                                    inner});
     } else {
       for_each_index(dev.index, "scatter_add_lines", g.size(0) * inner,
                      ScatterLines<T>{g.data<T>(), acc.data<A>(), iv, n, m, inner});

@@ -139,8 +139,11 @@ void argsort_cuda(const Tensor& x, const Tensor& index, bool descending) {
     const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>(width / 2, 32, kBlockThreads));
     visit_dtype(x.dtype(), [&]<typename T>() {
       launch(argsort_block<T>,
-             {.grid = static_cast<unsigned>(std::min<int64_t>(count, 65535)), .block = threads,
-              .shared_bytes = static_cast<size_t>(width) * 16, .stream = current_stream(dev.index), .name = "argsort_block"},
+             {.grid = static_cast<unsigned>(std::min<int64_t>(count, 65535)),
+              .block = threads,
+              .shared_bytes = static_cast<size_t>(width) * 16,
+              .stream = current_stream(dev.index),
+              .name = "argsort_block"},
              x.data<T>(), index.data<int64_t>(), lines, count, width, descending);
     });
     return;

@@ -74,7 +74,8 @@ TEST_CASE("index_select, gather and embedding give the naive loop's values on ev
   }
 }
 
-TEST_CASE("index backward sums repeated indices in f32, in the CPU's order, on every device", "[index][autograd][devices]") {
+TEST_CASE("index backward sums repeated indices in f32, in the CPU's order, on every device",
+          "[index][autograd][devices]") {
   Generator g(5);
   const Tensor tokens = randint(0, 50, {40, 100}, {i64}, &g);
   const Tensor gy = randn({40, 100, 8}, {f64}, &g);
@@ -120,7 +121,8 @@ TEST_CASE("index backward sums repeated indices in f32, in the CPU's order, on e
   const std::vector<double> gsv = gs.to_vector<double>();
   for (size_t a = 0; a < 4; ++a)
     for (size_t m = 0; m < 30; ++m)
-      for (size_t c = 0; c < 3; ++c) sel_want[(a * 5 + static_cast<size_t>(pv[m])) * 3 + c] += gsv[(a * 30 + m) * 3 + c];
+      for (size_t c = 0; c < 3; ++c)
+        sel_want[(a * 5 + static_cast<size_t>(pv[m])) * 3 + c] += gsv[(a * 30 + m) * 3 + c];
   std::vector<double> sel_cpu;
   for (Device d : test::devices()) {
     INFO(test::device_label(d));
@@ -137,6 +139,23 @@ TEST_CASE("index backward sums repeated indices in f32, in the CPU's order, on e
     Tensor w = zeros({3, 1}, {f16, d}).set_requires_grad();
     embedding(w, full({3000}, 2, {i64, d})).backward(ones({3000, 1}, {f16, d}));
     CHECK(host(w.grad()) == std::vector<double>{0, 0, 3000});
+  }
+}
+
+TEST_CASE("index and sort ops pass gradcheck in f64 on every device", "[index][sort][autograd][devices]") {
+  // gradcheck takes CPU leaves: each function moves its input to d and its result back.
+  for (Device d : test::devices()) {
+    INFO(test::device_label(d));
+    Generator g(6);
+    const Tensor x = uniform({3, 5, 2}, -2, 2, {f64}, &g).set_requires_grad();
+    const Tensor pick = tensor({4, 0, 4, 2}, {i64, d}), where = randint(0, 5, {3, 7, 2}, {i64}, &g).to(d);
+    const Device cpu = Device::cpu();
+    CHECK(gradcheck([&](const TensorList& in) { return index_select(in[0].to(d), 1, pick).to(cpu); }, {x}));
+    CHECK(gradcheck([&](const TensorList& in) { return gather(in[0].to(d), 1, where).to(cpu); }, {x}));
+    CHECK(gradcheck(
+        [&](const TensorList& in) { return embedding(in[0].to(d).view({15, 2}), pick.view({2, 2})).to(cpu); }, {x}));
+    CHECK(gradcheck([&](const TensorList& in) { return topk(in[0].to(d), 3, 1).values.to(cpu); }, {x}));
+    CHECK(gradcheck([&](const TensorList& in) { return sort(in[0].to(d), 1, true).values.to(cpu); }, {x}));
   }
 }
 
