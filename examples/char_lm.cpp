@@ -5,10 +5,12 @@
 // fp32's (~11 s of CPU for the default 200 steps).
 // Then an f16-hostile setting (attention logits scaled up 10^6-fold) and what the
 // debugging tools say about it.  Usage: char_lm [--steps N] [--source DIR] [--threads N]
+// [--seed N] (the initial weights' seed) [--f64] (an f64 run too, printed beside the others)
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,15 +26,18 @@ using namespace hg;
 
 namespace {
 
-// How far a trained model's held-out loss may lie ABOVE the fp32 model's, in nats: a
-// mixed-precision run that trains worse than fp32 fails. Measured at 120 / 200 / 300 steps:
-// amp -0.107 / -0.054 / -0.064, bf16 -0.040 / -0.002 / -0.004; with this session's corpus
-// at 200 steps amp -0.216, bf16 -0.186. Mixed precision ending LOWER than fp32, with amp and
-// bf16 tracking each other to ~0.03 while fp32 parts from both after ~20 steps, is not
-// explained yet (the scaler alone changes nothing in fp32, checked): it is printed as a
-// warning, not hidden by a wider two-sided bound.
-constexpr double kAmpTolerance = 0.15;
-constexpr double kBf16Tolerance = 0.15;
+// How far a trained model's held-out loss may lie from the fp32 model's, in nats, either way.
+// Not a precision effect: on the weights of step 14 fp32's gradients are f64's to 1e-6, amp's
+// to 1e-3 and bf16's to 1e-2 (rounding, nothing systematic; tests/models/test_gpt.cpp checks
+// fp32 training against f64 step by step). Where a run ends at 200 steps depends on when it
+// leaves the ~3.5 plateau, and that hangs on perturbations far below f16's rounding. Held-out
+// losses (f64 / fp32 / fp32 from initial weights scaled by 1 + 1e-6 N(0,1) / amp / bf16) for
+// initial-weight seeds 0..3 (--seed) on one corpus: 3.168 3.171 3.141 2.955 2.986; 2.955 2.950
+// 3.167 3.119 3.043; 2.940 2.940 2.940 2.940 2.935; 2.945 2.945 2.945 2.943 2.951. After one
+// edit of docs/layers.md, seed 0 (--f64): f64 3.233, fp32 3.050 (parted from f64 at step ~25),
+// amp 3.126, bf16 2.984. Runs end near 2.94 or near 3.15, either side of fp32.
+constexpr double kAmpTolerance = 0.3;
+constexpr double kBf16Tolerance = 0.3;
 
 std::string read_corpus(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files{root / "README.md"};
@@ -64,24 +69,26 @@ class CharWindows : public data::Dataset {
   int64_t block_;
 };
 
-enum class Mode { fp32, amp, bf16 };
+enum class Mode { fp32, amp, bf16, f64 };
 
 struct Setup {
   GPTConfig config;
   std::shared_ptr<data::Dataset> data, held_out;  // the first 90% of the text, the rest
   int steps = 0;
+  uint64_t seed = 0;  // of the initial weights
 };
 
 struct Run {
   std::vector<double> losses;  // training loss per step
-  double held_out = 0;         // fp32 loss of the trained model on 256 held-out windows
+  double held_out = 0;         // loss of the trained model (no autocast) on 256 held-out windows
 };
 
 Tensor lm_loss(GPT& model, const data::Example& b) {
-  return cross_entropy(model(b.input).to(f32), b.target);
+  const Tensor logits = model(b.input);
+  return cross_entropy(logits.dtype() == f64 ? logits : logits.to(f32), b.target);
 }
 
-// The trained model's fp32 loss on a fixed sample of held-out windows: unlike the last
+// The trained model's loss (fp32, f64 for the f64 run) on a fixed sample of held-out windows: unlike the last
 // training losses, it does not depend on which batches the last steps happened to draw.
 double held_out_loss(const Setup& s, GPT& model) {
   NoGrad ng;
@@ -91,10 +98,11 @@ double held_out_loss(const Setup& s, GPT& model) {
   return total / 4;
 }
 
-// Trains from the seed-0 initial weights on the seed-1 batch order.
+// Trains from the seed-s.seed initial weights on the seed-1 batch order.
 Run train(const Setup& s, Mode mode) {
-  manual_seed(0);
+  manual_seed(s.seed);
   GPT model(s.config);
+  if (mode == Mode::f64) model.to(f64);
   optim::Adam opt(model.named_parameters(), {.lr = 3e-3});
   amp::GradScaler scaler({.enabled = mode == Mode::amp});
   data::DataLoader loader(s.data, {.batch_size = 16, .shuffle = true, .drop_last = true, .seed = 1});
@@ -105,7 +113,7 @@ Run train(const Setup& s, Mode mode) {
     Tensor loss;
     {
       std::optional<amp::Autocast> ac;
-      if (mode != Mode::fp32) ac.emplace(mode == Mode::amp ? f16 : bf16);
+      if (mode == Mode::amp || mode == Mode::bf16) ac.emplace(mode == Mode::amp ? f16 : bf16);
       loss = lm_loss(model, *batch);
     }
     scaler.scale(loss).backward();
@@ -166,15 +174,23 @@ int main(int argc, char** argv) {
   // This model's tensors are too small to split well: one thread takes ~12 s of CPU,
   // while two spend most of their time waiting for each other on a busy machine.
   int threads = 1;
+  bool with_f64 = false;
   const char* env = std::getenv("HG_SOURCE_DIR");
   std::filesystem::path source = env ? env : HG_SOURCE_DIR;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--steps") s.steps = std::atoi(argv[i + 1]);
+    if (a == "--f64") {
+      with_f64 = true;
+      --i;
+    } else if (i + 1 == argc) {
+      std::fprintf(stderr, "char_lm: %s needs a value\n", a.c_str());
+      return 2;
+    } else if (a == "--steps") s.steps = std::atoi(argv[i + 1]);
     else if (a == "--source") source = argv[i + 1];
     else if (a == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (a == "--seed") s.seed = std::strtoull(argv[i + 1], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: char_lm [--steps N] [--source DIR] [--threads N]\n");
+      std::fprintf(stderr, "usage: char_lm [--steps N] [--source DIR] [--threads N] [--seed N] [--f64]\n");
       return 2;
     }
   }
@@ -213,21 +229,23 @@ int main(int argc, char** argv) {
 
   std::vector<Run> runs;
   for (Mode m : {Mode::fp32, Mode::amp, Mode::bf16}) runs.push_back(train(s, m));
-  std::printf("\ntraining loss\n%6s %8s %8s %8s\n", "step", "fp32", "amp", "bf16");
+  if (with_f64) runs.push_back(train(s, Mode::f64));
+  std::printf("\ntraining loss\n%6s %8s %8s %8s%s\n", "step", "fp32", "amp", "bf16", with_f64 ? "      f64" : "");
   for (int i = 0; i < s.steps; ++i)
-    if (i % 10 == 0 || i == s.steps - 1)
-      std::printf("%6d %8.4f %8.4f %8.4f\n", i, runs[0].losses[i], runs[1].losses[i], runs[2].losses[i]);
+    if (i % 10 == 0 || i == s.steps - 1) {
+      std::printf("%6d %8.4f %8.4f %8.4f", i, runs[0].losses[i], runs[1].losses[i], runs[2].losses[i]);
+      if (with_f64) std::printf(" %8.4f", runs[3].losses[i]);
+      std::printf("\n");
+    }
   const double f = runs[0].held_out, a = runs[1].held_out, b = runs[2].held_out;
   std::printf("held-out loss of the trained models (fp32 evaluation): fp32 %.4f, amp %.4f (%+.4f, tolerance %.2f), "
               "bf16 %.4f (%+.4f, tolerance %.2f); at the start ln(vocab) = %.4f\n",
               f, a, a - f, kAmpTolerance, b, b - f, kBf16Tolerance, std::log(vocab));
+  if (with_f64) std::printf("f64 reference: held-out %.4f (fp32 %+.4f from it)\n", runs[3].held_out, f - runs[3].held_out);
   hostile(s);
-  if (a - f < -kAmpTolerance || b - f < -kBf16Tolerance)
-    std::printf("\nWARNING: mixed precision ends %.3f (amp) / %.3f (bf16) nats below fp32: fp32 trains differently "
-                "from both mixed modes here, which is not explained yet\n", f - a, f - b);
-  const bool ok = a - f <= kAmpTolerance && b - f <= kBf16Tolerance && f < 0.8 * std::log(vocab) &&
+  const bool ok = std::abs(a - f) <= kAmpTolerance && std::abs(b - f) <= kBf16Tolerance && f < 0.8 * std::log(vocab) &&
                   a < 0.8 * std::log(vocab) && b < 0.8 * std::log(vocab);
-  std::printf("\n%s\n", ok ? "OK: amp and bf16 train no worse than fp32 (within the tolerance), and every model learned"
-                           : "FAIL: a mixed-precision run trained worse than fp32 by more than the tolerance, or a model did not learn");
+  std::printf("\n%s\n", ok ? "OK: amp and bf16 end within the tolerance of fp32, and every model learned"
+                           : "FAIL: a mixed-precision run ended further from fp32 than the tolerance, or a model did not learn");
   return ok ? 0 : 1;
 }

@@ -12,6 +12,11 @@ namespace hg {
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const char*)> gather_stub("gather");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&)> scatter_add_stub("scatter_add");
 
+void index_out_of_range(const char* op, int64_t j, int64_t n) {
+  throw Error(detail::concat(op, ": index ", j, " is out of range for an axis of size ", n, " (valid: 0 to ", n - 1,
+                             "; negative indices are not wrapped)"));
+}
+
 namespace {
 
 int64_t prod(const Shape& s, size_t from, size_t to) {

@@ -20,6 +20,9 @@ extern DispatchStub<void(const Tensor& g, const Tensor& index, const Tensor& acc
 // descending, NaN first, as PyTorch orders them). x contiguous, index i64 contiguous.
 extern DispatchStub<void(const Tensor& x, const Tensor& index, bool descending)> argsort_stub;
 
+// The error every backend's gather raises for index j on an axis of size n.
+[[noreturn]] void index_out_of_range(const char* op, int64_t j, int64_t n);
+
 // Raises "<op> has no CUDA kernel yet" (or the device's name) when `stub` has no kernel
 // for `device`, before an op allocates anything there.
 template <class Stub>

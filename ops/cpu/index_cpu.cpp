@@ -28,8 +28,7 @@ void check_indices(const Tensor& index, int64_t n, const char* op) {
     for (int64_t m = 0; m < e1; ++m)
       for (int64_t i = 0; i < e2; ++i) {
         const int64_t j = iv.at(o, m, i);
-        HG_CHECK(j >= 0 && j < n, op, ": index ", j, " is out of range for an axis of size ", n,
-                 " (valid: 0 to ", n - 1, "; negative indices are not wrapped)");
+        if (j < 0 || j >= n) index_out_of_range(op, j, n);
       }
 }
 

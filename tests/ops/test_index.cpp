@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "halfgrad.h"
-#include "tests/devices.h"
 
 using namespace hg;
 
@@ -105,12 +104,4 @@ TEST_CASE("index ops reject bad indices with clear errors", "[index][errors]") {
   CHECK_THROWS_WITH(gather(x, 0, zeros({1, 5}, {i64})), Catch::Contains("larger than the tensor"));
   CHECK_THROWS_WITH(embedding(zeros({4}), idx({0})), Catch::Contains("[num_embeddings, embedding_dim]"));
   CHECK_THROWS_WITH(embedding(zeros({4, 2}), idx({4})), Catch::Contains("index 4 is out of range"));
-}
-
-TEST_CASE("index ops on cuda raise until a CUDA kernel exists", "[index][cuda]") {
-  HG_REQUIRE_CUDA();
-  Tensor x = zeros({3, 4}, {f32, Device::cuda(0)});
-  Tensor i = zeros({1}, {i64, Device::cuda(0)});
-  CHECK_THROWS_WITH(index_select(x, 0, i), Catch::Contains("index_select has no CUDA kernel yet"));
-  CHECK_THROWS_WITH(argsort(x), Catch::Contains("argsort has no CUDA kernel yet"));
 }
