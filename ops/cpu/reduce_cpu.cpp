@@ -1,6 +1,7 @@
 // CPU kernels of reductions: f32 (f64 for f64) accumulators, fast paths for reducing
-// trailing dimensions (rows) and leading dimensions (columns, e.g. NHWC channel sums,
-// eight columns per vector for f32/f16/bf16), and a general strided path.
+// trailing dimensions (rows, eight interleaved lanes) and leading dimensions (columns, e.g.
+// NHWC channel sums, eight columns per vector), and a general strided path. f32/f16/bf16
+// sums run on f32 vectors in the scalar loops' order: the same bits.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -47,6 +48,21 @@ int64_t add_columns8(const T* row, int64_t c0, int64_t c1, A* acc) {
   return c;
 }
 
+// lanes[k] += row[i + k] for i = 0, 8, ... while a whole vector fits, in one f32 vector:
+// each lane adds its elements in the scalar loop's order. Returns the first i left.
+template <class T, class A>
+int64_t add_lanes8(const T* row, int64_t len, A* lanes) {
+  int64_t i = 0;
+#ifdef HG_VEC8
+  if constexpr (vec::kVec8<T>) {
+    vec::F8 acc(_mm256_loadu_ps(lanes));
+    for (; i + 8 <= len; i += 8) acc = acc + vec::load8(row + i);
+    _mm256_storeu_ps(lanes, acc.v);
+  }
+#endif
+  return i;
+}
+
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   using A = accum_t<T>;
@@ -73,7 +89,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
         const T* row = px + r * len;
         if (op == ReduceOp::sum || op == ReduceOp::mean) {
           A lanes[8] = {};
-          int64_t i = 0;
+          int64_t i = add_lanes8(row, len, lanes);
           for (; i + 8 <= len; i += 8)
             for (int k = 0; k < 8; ++k) lanes[k] += load(row[i + k]);
           A acc = 0;

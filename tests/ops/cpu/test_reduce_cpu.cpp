@@ -1,6 +1,7 @@
-// The CPU column sums (reducing leading dimensions, e.g. an NHWC channel sum for a bias
-// gradient), eight columns per vector: bitwise the per-column loop (rows added in order,
-// f32 accumulator, one rounding) on 1 and 2 threads, and within the f32 bound of f64.
+// The CPU sums on f32 vectors: column sums (reducing leading dimensions, e.g. an NHWC
+// channel sum for a bias gradient) bitwise the per-column loop (rows added in order, f32
+// accumulator, one rounding), row sums bitwise eight interleaved scalar lanes, on 1 and 2
+// threads, and within the f32 bound of f64.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
@@ -39,7 +40,36 @@ void check_column_sums(int64_t rows, int64_t cols, bool mean) {
   }
 }
 
+// A row's sum as eight lanes (lane k adds elements 8j + k), then the tail, then the lanes.
+template <class T>
+void check_row_sums(int64_t rows, int64_t len) {
+  Generator g(rows * 17 + len);
+  const Tensor x = uniform({rows, len}, -4, 4, {dtype_v<T>}, &g);
+  const Tensor got = sum(x, {1});
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x.data<T>() + r * len;
+    float lanes[8] = {}, acc = 0;
+    int64_t i = 0;
+    for (; i + 8 <= len; i += 8)
+      for (int k = 0; k < 8; ++k) lanes[k] += float(load(row[i + k]));
+    for (; i < len; ++i) acc += float(load(row[i]));
+    for (float l : lanes) acc += l;
+    const T want = store<T>(acc), have = got.data<T>()[r];
+    INFO("row " << r);
+    CHECK(std::memcmp(&want, &have, sizeof(T)) == 0);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("row sums are bitwise eight interleaved f32 lanes for f32, f16 and bf16", "[reduce][vec]") {
+  for (int64_t len : {1, 7, 8, 9, 64, 1001}) {
+    INFO("len " << len);
+    check_row_sums<float>(3, len);
+    check_row_sums<half>(3, len);
+    check_row_sums<bfloat16>(3, len);
+  }
+}
 
 TEST_CASE("column sums are bitwise the per-column loop for f32, f16 and bf16 on 1 and 2 threads", "[reduce][vec]") {
   for (int threads : {1, 2}) {
