@@ -111,6 +111,49 @@ void check_softmax_rows(int64_t n, bool log) {
   }
 }
 
+template <class T>
+void check_cross_entropy(int64_t C) {
+  const int64_t N = 12;
+  std::vector<float> v = logits(C, 40 + C), more = logits(C, 50 + C);
+  v.insert(v.end(), more.begin(), more.end());
+  // Rows 3, 9: some -inf; 4, 10: one finite logit, the rest -inf; 5, 11: NaN (ignored).
+  v[4 * C] = v[10 * C] = 1.0f;
+  std::vector<int64_t> tv(N);
+  for (int64_t r = 0; r < N; ++r) tv[r] = (r * 7) % C;
+  tv[3] = tv[5] = tv[11] = -100;
+  tv[4] = tv[9] = tv[10] = 0;
+  const Tensor target = from_vector(std::vector<double>(tv.begin(), tv.end()), {N}, {i64});
+  Generator gw(9);
+  const Tensor weight = uniform({C}, 0.5, 2, {f32}, &gw);
+  const Tensor x = as_tensor<T>(v, {N, C}).set_requires_grad();
+  const Tensor loss = cross_entropy(x, target, {.weight = weight});
+  loss.backward();
+  // The scalar loops: lse = m + log(sum exp(x - m)); loss = sum w (m - x_t + log s) / sum w;
+  // gx = (exp(x - lse) - [c == t]) * w[t] / sum w.
+  const T* px = x.data<T>();
+  const float* pw = weight.data<float>();
+  float total = 0, wsum = 0;
+  std::vector<float> lse(N, 0);
+  for (int64_t r = 0; r < N; ++r) {
+    if (tv[r] < 0) continue;
+    const T* row = px + r * C;
+    float m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < C; ++c) m = float(load(row[c])) > m ? float(load(row[c])) : m;
+    for (int64_t c = 0; c < C; ++c) s += std::exp(float(load(row[c])) - m);
+    lse[r] = m + std::log(s);
+    total += pw[tv[r]] * ((m - float(load(row[tv[r]]))) + std::log(s));
+    wsum += pw[tv[r]];
+  }
+  CHECK(same(*loss.data<T>(), store<T>(total / wsum)));
+  std::vector<T> want(static_cast<size_t>(N * C));
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      const float p = std::exp(float(load(px[r * C + c])) - lse[r]), scale = tv[r] < 0 ? 0 : pw[tv[r]] * (1.0f / wsum);
+      want[r * C + c] = store<T>(tv[r] < 0 ? 0.0f : (c == tv[r] ? p - 1.0f : p) * scale);
+    }
+  CHECK(same_all(x.grad(), want));
+}
+
 }  // namespace
 
 TEST_CASE("vectorised softmax and log_softmax are bitwise the scalar loops, forward and backward", "[softmax][vec]") {
@@ -142,47 +185,11 @@ TEST_CASE("softmax over a middle axis gathers each strided line and matches the 
 
 TEST_CASE("vectorised cross_entropy is bitwise the scalar loops, with weights, ignore_index and -inf logits",
           "[loss][vec]") {
-  const int64_t N = 12;
   for (int64_t C : {5, 8, 19, 1000}) {
     INFO("C " << C);
-    std::vector<float> v = logits(C, 40 + C), more = logits(C, 50 + C);
-    v.insert(v.end(), more.begin(), more.end());
-    // Rows 3, 9: some -inf; 4, 10: one finite logit, the rest -inf; 5, 11: NaN (ignored).
-    v[4 * C] = v[10 * C] = 1.0f;
-    std::vector<int64_t> tv(N);
-    for (int64_t r = 0; r < N; ++r) tv[r] = (r * 7) % C;
-    tv[3] = tv[5] = tv[11] = -100;
-    tv[4] = tv[9] = tv[10] = 0;
-    const Tensor target = from_vector(std::vector<double>(tv.begin(), tv.end()), {N}, {i64});
-    Generator gw(9);
-    const Tensor weight = uniform({C}, 0.5, 2, {f32}, &gw);
-    const Tensor x = as_tensor<half>(v, {N, C}).set_requires_grad();
-    const Tensor loss = cross_entropy(x, target, {.weight = weight});
-    loss.backward();
-    // The scalar loops: lse = m + log(sum exp(x - m)); loss = sum w (m - x_t + log s) / sum w;
-    // gx = (exp(x - lse) - [c == t]) * w[t] / sum w.
-    const half* px = x.data<half>();
-    const float* pw = weight.data<float>();
-    float total = 0, wsum = 0;
-    std::vector<float> lse(N, 0);
-    for (int64_t r = 0; r < N; ++r) {
-      if (tv[r] < 0) continue;
-      const half* row = px + r * C;
-      float m = -INFINITY, s = 0;
-      for (int64_t c = 0; c < C; ++c) m = float(load(row[c])) > m ? float(load(row[c])) : m;
-      for (int64_t c = 0; c < C; ++c) s += std::exp(float(load(row[c])) - m);
-      lse[r] = m + std::log(s);
-      total += pw[tv[r]] * ((m - float(load(row[tv[r]]))) + std::log(s));
-      wsum += pw[tv[r]];
-    }
-    CHECK(same(*loss.data<half>(), store<half>(total / wsum)));
-    std::vector<half> want(static_cast<size_t>(N * C));
-    for (int64_t r = 0; r < N; ++r)
-      for (int64_t c = 0; c < C; ++c) {
-        const float p = std::exp(float(load(px[r * C + c])) - lse[r]), scale = tv[r] < 0 ? 0 : pw[tv[r]] * (1.0f / wsum);
-        want[r * C + c] = store<half>(tv[r] < 0 ? 0.0f : (c == tv[r] ? p - 1.0f : p) * scale);
-      }
-    CHECK(same_all(x.grad(), want));
+    check_cross_entropy<float>(C);
+    check_cross_entropy<half>(C);
+    check_cross_entropy<bfloat16>(C);
   }
 }
 
