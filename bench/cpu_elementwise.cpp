@@ -99,6 +99,24 @@ int main(int argc, char** argv) {
     Tensor t = randint(0, 8, {16, 64, 64}, {i64}, &g);
     return [x = input(dt, 1).set_requires_grad(), t] { cross_entropy(x, t).backward(); };
   });
+  // Long rows (a classifier's 1024 classes) and channel sums (bias and BatchNorm-style
+  // gradients): the same 512 Ki elements seen as [512, 1024] and [8192, 64].
+  add_row("softmax (last axis, 1024)", [&](DType dt) { return [x = input(dt, 1).view({512, 1024})] { softmax(x, -1); }; });
+  add_row("log_softmax 1024 fwd+bwd", [&](DType dt) {
+    return [x = input(dt, 1).view({512, 1024}).detach().set_requires_grad(), g = input(dt, 2).view({512, 1024})] {
+      log_softmax(x, -1).backward(g);
+    };
+  });
+  add_row("softmax (axis 1 of 3, 64)", [&](DType dt) { return [x = input(dt, 1).view({64, 64, 128})] { softmax(x, 1); }; });
+  add_row("cross_entropy 1024 fwd+bwd", [&](DType dt) {
+    Generator g(5);
+    Tensor t = randint(0, 1024, {512}, {i64}, &g);
+    return [x = input(dt, 1).view({512, 1024}).detach().set_requires_grad(), t] { cross_entropy(x, t).backward(); };
+  });
+  add_row("sum over N,H,W (8 channels)", [&](DType dt) { return [x = input(dt, 1)] { sum(x, {0, 1, 2}); }; });
+  add_row("sum over last axis (1024)", [&](DType dt) { return [x = input(dt, 1).view({512, 1024})] { sum(x, {1}); }; });
+  add_row("sum of all", [&](DType dt) { return [x = input(dt, 1)] { sum(x); }; });
+  add_row("sum over rows (64 channels)", [&](DType dt) { return [x = input(dt, 1).view({8192, 64})] { sum(x, {0}); }; });
   add_row("adam step", [&](DType dt) {
     Tensor p = input(dt, 1).set_requires_grad();
     p.set_grad(input(dt, 2));

@@ -227,7 +227,7 @@ void conv_rows(Rows& rows, const std::vector<Layer>& layers, int64_t N, int runs
           [&](int i, const Tensor& y) { cuda::vendor::conv2d_forward(pick(x, i), pick(w, i), y, p); },
           empty(ys, {dt, kGpu}), empty(ys, {dt, kGpu}));
       measure(
-          dgrad, flops, runs, [&](int i, const Tensor& gx) { conv2d_dgrad_stub(kGpu, pick(gy, i), pick(w, i), gx, p); },
+          dgrad, flops, runs, [&](int i, const Tensor& gx) { conv2d_dgrad_stub(kGpu, pick(gy, i), pick(w, i), Tensor(), gx, p); },
           [&](int i, const Tensor& gx) { cuda::vendor::conv2d_dgrad(pick(gy, i), pick(w, i), gx, p); },
           empty(xs, {dt, kGpu}), empty(xs, {dt, kGpu}));
       measure(

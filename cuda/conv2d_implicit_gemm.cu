@@ -39,20 +39,37 @@ void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Te
   });
 }
 
-// Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros.
-// With stride > 1 each stride phase runs as its own GEMM over the taps that reach it
-// (PhaseGatherSource), instead of sh * sw times the necessary products.
-void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
-  if (conv_provider() == Provider::vendor) return vendor::conv2d_dgrad(gy, w, gx, p);
+// The input gradient's epilogue with conv_transpose2d's bias (one per input channel; group
+// z's start at z * Cg) added to the f32 sum before `out`'s one rounding, as Epilogue's is.
+template <class T, class Out>
+struct GroupBiasEpilogue {
+  Out out;
+  const T* bias;
+  int64_t Cg;
+  HG_DEVICE void operator()(int64_t z, int64_t i, int64_t j, float acc) const {
+    out(z, i, j, bias ? acc + static_cast<float>(dev_load(bias[z * Cg + j])) : acc);
+  }
+};
+
+// Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros
+// (plus the bias). With stride > 1 each stride phase runs as its own GEMM over the taps
+// that reach it (PhaseGatherSource), instead of sh * sw times the necessary products.
+void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p) {
+  if (conv_provider() == Provider::vendor) {
+    vendor::conv2d_dgrad(gy, w, gx, p);
+    if (bias.defined()) copy_(gx, run_binary(BinaryOp::add, gx, bias));
+    return;
+  }
   const ConvShape s = conv_shape(gx, w, gy, p);
   const bool phased = (s.sh > 1 || s.sw > 1) && s.N * s.H * s.W < (int64_t{1} << 31);
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
+    const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
     const bool on_tensor_cores = with_mma_mode<T>([&](auto mode) {
       constexpr MmaMode kMode = decltype(mode)::value;
       if (!phased) {
         mma_gemm_auto<T, kMode>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * s.H * s.W, s.Cg, s.R * s.S * s.Kg,
                                 GatherSource<T>{gy.data<T>(), s}, FilterRowsSource<T>{w.data<T>(), s},
-                                Epilogue<T>{gx.data<T>(), s.Cg, s.C});
+                                GroupBiasEpilogue<T, Epilogue<T>>{Epilogue<T>{gx.data<T>(), s.Cg, s.C}, bias_p, s.Cg});
         return;
       }
       for (int64_t a = 0; a < s.sh; ++a)
@@ -61,10 +78,11 @@ void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvP
           if (ix.ph.Hp == 0 || ix.ph.Wp == 0) continue;  // an input smaller than the stride
           mma_gemm_auto<T, kMode>(gx.device().index, "conv2d_dgrad_tc", s.G, s.N * ix.ph.Hp * ix.ph.Wp, s.Cg,
                                   ix.ph.Rp * ix.ph.Sp * s.Kg, PhaseGatherSource<T>{gy.data<T>(), ix},
-                                  PhaseFilterRowsSource<T>{w.data<T>(), ix}, PhaseEpilogue<T>{gx.data<T>(), ix});
+                                  PhaseFilterRowsSource<T>{w.data<T>(), ix},
+                                  GroupBiasEpilogue<T, PhaseEpilogue<T>>{PhaseEpilogue<T>{gx.data<T>(), ix}, bias_p, s.Cg});
         }
     });
-    if (!on_tensor_cores) conv2d_dgrad_simt(gy, w, gx, p);
+    if (!on_tensor_cores) conv2d_dgrad_simt(gy, w, bias, gx, p);
   });
 }
 

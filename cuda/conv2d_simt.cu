@@ -60,7 +60,8 @@ struct GradChannels {
 
 // Rounds element (row, col) of group z's result into its place: rows are output pixels of y
 // or gx (group z's channels start at z * group_offset), or filters of gw (group z's block).
-// The forward's bias (one per output channel) joins the sum before that one rounding.
+// The forward's (and the input gradient's) bias, one per channel, joins the sum before
+// that one rounding.
 template <class T>
 struct GroupedOut {
   T* p;
@@ -105,13 +106,14 @@ void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, c
   });
 }
 
-// Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros.
-void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+// Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros
+// (plus conv_transpose2d's bias, one per input channel, in the sum before the rounding).
+void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p) {
   const ConvShape s = conv_shape(gx, w, gy, p);
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
     simt_gemm<compute_t<T>>(gx.device().index, "conv2d_dgrad_simt", s.G, s.N * s.H * s.W, s.Cg, s.R * s.S * s.Kg,
                             GatherGrad<T>{gy.data<T>(), s}, WeightRows<T>{w.data<T>(), s},
-                            GroupedOut<T>{gx.data<T>(), s.C, s.Cg});
+                            GroupedOut<T>{gx.data<T>(), s.C, s.Cg, bias.defined() ? bias.data<T>() : nullptr});
   });
 }
 

@@ -13,7 +13,7 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Co
 
 // The conv2d_*_stub contracts (ops/conv2d_kernels.h), any floating dtype.
 void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p);
-void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p);
+void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p);
 void conv2d_wgrad_simt(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p);
 
 }  // namespace hg::cuda

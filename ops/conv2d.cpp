@@ -8,7 +8,6 @@
 #include "framework/precision.h"
 #include "ops/conv2d_kernels.h"
 #include "ops/copy.h"
-#include "ops/elementwise_kernels.h"
 #include "ops/operand_dtype.h"
 #include "ops/reduce.h"
 
@@ -16,7 +15,8 @@ namespace hg {
 
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub(
     "conv2d_forward");
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub("conv2d_dgrad");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub(
+    "conv2d_dgrad");
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_wgrad_stub("conv2d_wgrad");
 
 namespace {
@@ -35,14 +35,17 @@ void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor
     stub(out.device(), a, b, out, p);
 }
 
-// conv2d's forward with the bias inside the kernel's sum (one rounding); with an empty
-// operand the result is the bias alone.
-void run_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
+using BiasStub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
+
+// conv2d's forward or input gradient with the bias inside the kernel's sum (one rounding);
+// with an empty operand the result is the bias alone.
+void run_biased(const BiasStub& stub, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                const ConvParams& p) {
   if (y.numel() == 0) return;
   if (x.numel() == 0 || w.numel() == 0)
     bias.defined() ? void(copy_(y, bias.expand(y.shape()))) : void(fill_(y, 0.0));
   else
-    conv2d_forward_stub(y.device(), x, w, bias, y, p);
+    stub(y.device(), x, w, bias, y, p);
 }
 
 struct Operands {
@@ -105,13 +108,8 @@ Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& 
                 const ConvParams& p) {
   Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
   Tensor y = empty(out, {x.dtype(), x.device()});
-  if (transposed) {
-    run_kernel(conv2d_dgrad_stub, xc, wc, y, p);
-    // The input-gradient kernel has no bias: it is added after the output's rounding.
-    if (b.defined()) y = run_binary(BinaryOp::add, y, b.detach());
-  } else {
-    run_forward(xc, wc, b.defined() ? b.detach().contiguous() : Tensor(), y, p);
-  }
+  run_biased(transposed ? conv2d_dgrad_stub : conv2d_forward_stub, xc, wc, b.defined() ? b.detach().contiguous() : Tensor(),
+             y, p);
   // Each operand is kept only if the other one's gradient needs it.
   autograd::record(op, {x, w, b}, y,
                    [x_saved = SavedTensor::input(w.requires_grad() ? xc : Tensor(), 0),
@@ -122,10 +120,7 @@ Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& 
                      Tensor gx, gw, gb;
                      if (autograd::needs_input_grad(0)) {
                        gx = empty(xshape, {g.dtype(), g.device()});
-                       if (transposed)
-                         run_forward(g, ws, Tensor(), gx, p);
-                       else
-                         run_kernel(conv2d_dgrad_stub, g, ws, gx, p);
+                       run_biased(transposed ? conv2d_forward_stub : conv2d_dgrad_stub, g, ws, Tensor(), gx, p);
                      }
                      if (autograd::needs_input_grad(1)) {
                        gw = empty(wshape, {g.dtype(), g.device()});

@@ -26,8 +26,11 @@ struct ConvParams {
 // (f64) sum before the one rounding, as linear's does.
 extern DispatchStub<void(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p)>
     conv2d_forward_stub;
-// gx = d<conv(x, w), gy>/dx  (gx has x's shape; positions no output reads get 0)
-extern DispatchStub<void(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p)> conv2d_dgrad_stub;
+// gx = d<conv(x, w), gy>/dx + bias  (gx has x's shape; positions no output reads get the
+// bias alone). bias [C] as the forward's: it is conv_transpose2d's bias, joining the sum
+// before the one rounding; gradients pass an undefined one.
+extern DispatchStub<void(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p)>
+    conv2d_dgrad_stub;
 // gw = d<conv(x, w), gy>/dw  (gw has w's shape)
 extern DispatchStub<void(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p)> conv2d_wgrad_stub;
 

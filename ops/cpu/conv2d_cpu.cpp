@@ -60,15 +60,20 @@ ConvGeometry<T> forward_fields(const Geometry& g, const T* x, int64_t grp) {
   return {x, g.H, g.W, g.C, grp * g.Cg, g.Cg, g.R, g.S, g.P, g.Q, g.sh, -g.ph, g.dh, g.sw, -g.pw, g.dw};
 }
 
+// A bias widened exactly to the accumulator type (empty when undefined): the epilogue adds
+// it to the sum before the one rounding.
+template <class T>
+std::vector<compute_t<T>> widened_bias(const Tensor& bias) {
+  std::vector<compute_t<T>> b(bias.defined() ? static_cast<size_t>(bias.numel()) : 0);
+  if (bias.defined()) gemm::widen(bias.data<T>(), b.data(), bias.numel());
+  return b;
+}
+
 template <class T>
 void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const Tensor& yt, const ConvParams& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(xt, wt, yt, prm);
-  std::vector<Acc> b32;
-  if (bias.defined()) {
-    b32.resize(static_cast<size_t>(g.K));
-    gemm::widen(bias.data<T>(), b32.data(), g.K);
-  }
+  const std::vector<Acc> b32 = widened_bias<T>(bias);
   const Wide<T>* x = activation<T>(xt, 0);
   for (int64_t grp = 0; grp < g.G; ++grp) {
     const gemm::ConvRows<Wide<T>> a{forward_fields(g, x, grp)};
@@ -100,11 +105,13 @@ Taps phase_taps(int64_t a, int64_t R, int64_t stride, int64_t pad, int64_t dil) 
 // gx[n, h, w, c] = sum over taps (r, s) and filters k of gy[n, p, q, k] * w[k, r, s, c] with
 // p = (h + ph - r*dh) / sh. Input rows h = a + sh*i (one phase a) see the taps r = first +
 // step*n, and then p = (a + ph - first*dh)/sh + i - n*(step*dh/sh): an affine walk, so
-// each phase is one implicit GEMM over gy with only the taps that reach it.
+// each phase is one implicit GEMM over gy with only the taps that reach it. The bias (one
+// per input channel c) joins each sum in the epilogue.
 template <class T>
-void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const ConvParams& prm) {
+void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const Tensor& gxt, const ConvParams& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(gxt, wt, gyt, prm);
+  const std::vector<Acc> b32 = widened_bias<T>(bias);
   const T* w = wt.data<T>();
   const Wide<T>* gy = activation<T>(gyt, 0);
   std::vector<int64_t> koff;
@@ -133,9 +140,10 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& gxt, const C
         // taken: 0 then, since sh * W * C may not even fit in int64 (a fuzzed transposed conv).
         const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
                              I > 1 ? g.sh * g.W * g.C : 0, J > 1 ? g.sw * g.C : 0, 1};
-        // A phase no tap reaches gets a sum of nothing: zeros.
-        gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, gemm::Epilogue<Acc>{}, -1,
-                       &gemm::kernel_for_values<T>());
+        // A phase no tap reaches gets a sum of nothing: zeros (plus the bias).
+        gemm::Epilogue<Acc> ep;
+        ep.bias = b32.empty() ? nullptr : b32.data() + grp * g.Cg;
+        gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>());
       }
     }
 }
@@ -195,8 +203,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvParams& p) {
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() { forward_typed<T>(x, w, b, y, p); });
 }
-void conv2d_dgrad_cpu(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
-  visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() { dgrad_typed<T>(gy, w, gx, p); });
+void conv2d_dgrad_cpu(const Tensor& gy, const Tensor& w, const Tensor& b, const Tensor& gx, const ConvParams& p) {
+  visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() { dgrad_typed<T>(gy, w, b, gx, p); });
 }
 void conv2d_wgrad_cpu(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
   visit_floating(gw.dtype(), "conv2d (weight gradient)", [&]<typename T>() { wgrad_typed<T>(gy, x, gw, p); });

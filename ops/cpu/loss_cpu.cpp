@@ -1,12 +1,13 @@
 // CPU kernels of the losses: one pass over rows (cross-entropy, Dice) or elements
 // (BCE, MSE) in f32 (f64 for f64). Partial sums are taken over fixed blocks and added
-// in block order, so a result does not depend on the number of threads.
+// in block order, so a result does not depend on the number of threads. Cross-entropy's
+// rows run eight lanes at a time (ops/cpu/softmax_rows.h), bitwise as scalar loops.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "ops/cpu/loops.h"
+#include "ops/cpu/softmax_rows.h"
 #include "ops/loss_kernels.h"
 
 namespace hg::cpu {
@@ -43,6 +44,7 @@ int64_t cross_entropy_typed(const Tensor& logits, const Tensor& target, const Te
   std::vector<A> part_loss(static_cast<size_t>(blocks)), part_w(static_cast<size_t>(blocks));
   std::vector<int64_t> part_bad(static_cast<size_t>(blocks), -1);
   for_blocks(N, C * 8, [&](int64_t b, int64_t r0, int64_t r1) {
+    std::vector<A> e(static_cast<size_t>(C));
     A l = 0, ws = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t t = pt[r];
@@ -53,14 +55,7 @@ int64_t cross_entropy_typed(const Tensor& logits, const Tensor& target, const Te
         continue;
       }
       const T* row = px + r * C;
-      A m = -std::numeric_limits<A>::infinity();
-      for (int64_t c = 0; c < C; ++c) {
-        const A v = load(row[c]);
-        m = v > m ? v : m;
-      }
-      A s = 0;
-      for (int64_t c = 0; c < C; ++c) s += std::exp(A(load(row[c])) - m);
-      const A log_s = std::log(s);
+      const A m = rows::max(row, C), log_s = std::log(rows::exp_sum(row, C, m, e.data()));
       plse[r] = m + log_s;
       const A w = pw ? pw[t] : A(1);
       l += w * ((m - A(load(row[t]))) + log_s);
@@ -92,6 +87,7 @@ void cross_entropy_backward_typed(const Tensor& g, const Tensor& logits, const T
   T* po = gx.data<T>();
   const A g_over_w = A(load(*g.data<T>())) / *wsum.data<A>();
   parallel_for(N, C * 8, [&](int64_t r0, int64_t r1) {
+    std::vector<A> p(static_cast<size_t>(C));
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t t = pt[r];
       const T* row = px + r * C;
@@ -100,11 +96,12 @@ void cross_entropy_backward_typed(const Tensor& g, const Tensor& logits, const T
         std::fill(out, out + C, store<T>(A(0)));
         continue;
       }
+      // p = exp(x - lse), the softmax; the target's gradient is p - 1.
       const A scale = (pw ? pw[t] : A(1)) * g_over_w;
-      for (int64_t c = 0; c < C; ++c) {
-        const A p = std::exp(A(load(row[c])) - plse[r]);
-        out[c] = store<T>((c == t ? p - A(1) : p) * scale);
-      }
+      rows::shifted(row, C, plse[r], p.data());
+      for (int64_t c = 0; c < C; ++c) p[c] = std::exp(p[c]);
+      rows::store_map(C, out, [&](auto v) { return v * decltype(v)(scale); }, p.data());
+      out[t] = store<T>((p[t] - A(1)) * scale);
     }
   });
 }

@@ -33,6 +33,9 @@ const test::ConvCase kTcCases[] = {
 void forward_no_bias(Device d, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
   conv2d_forward_stub(d, x, w, Tensor(), y, p);
 }
+void dgrad_no_bias(Device d, const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+  conv2d_dgrad_stub(d, gy, w, Tensor(), gx, p);
+}
 
 // max |got - f64 result| / max |f64 result| of `stub` on a and b (already rounded to their
 // dtype), got computed on cuda:0 into a poisoned output; a NaN left behind fails.
@@ -64,7 +67,7 @@ Errors case_errors(const test::ConvCase& c, DType dt, uint64_t seed) {
   const Shape ys = test::output_shape(c);
   const Tensor x = test::random_cpu(c.x, dt, seed), w = test::random_cpu(c.w, dt, seed + 1);
   const Tensor gy = test::random_cpu(ys, dt, seed + 2);
-  return {stub_error(forward_no_bias, x, w, ys, c.p), stub_error(conv2d_dgrad_stub, gy, w, c.x, c.p),
+  return {stub_error(forward_no_bias, x, w, ys, c.p), stub_error(dgrad_no_bias, gy, w, c.x, c.p),
           stub_error(conv2d_wgrad_stub, gy, x, c.w, c.p)};
 }
 

@@ -118,7 +118,7 @@ TEST_CASE("vendor conv2d passes equal the CPU's with stride, padding, dilation a
         test::require_close(y, y_cpu, tol);
 
         Tensor gx_cpu = empty(x.shape(), {dt}), gx = test::poisoned(x.shape(), dt, kCuda);
-        conv2d_dgrad_stub(cpu, gy, w, gx_cpu, c.p);
+        conv2d_dgrad_stub(cpu, gy, w, Tensor(), gx_cpu, c.p);
         cuda::vendor::conv2d_dgrad(gy.to(kCuda), w.to(kCuda), gx, c.p);
         test::require_close(gx, gx_cpu, tol);
 

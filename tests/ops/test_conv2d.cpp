@@ -187,7 +187,7 @@ TEST_CASE("the conv kernels overwrite every element of a poisoned output", "[con
       Tensor y = full(ref_conv(x, w, {}, c.o).shape(), NAN, {dt}), gy = rnd(y.shape(), 3, dt);
       Tensor gx = full(c.x, NAN, {dt}), gw = full(c.w, NAN, {dt});
       conv2d_forward_stub(Device::cpu(), x, w, Tensor(), y, p);
-      conv2d_dgrad_stub(Device::cpu(), gy, w, gx, p);
+      conv2d_dgrad_stub(Device::cpu(), gy, w, Tensor(), gx, p);
       conv2d_wgrad_stub(Device::cpu(), gy, x, gw, p);
       const double tol = dt == f32 ? 1e-5 : 2e-3;
       CHECK(allclose(y.to(f64), ref_conv(x, w, {}, c.o), tol, tol));
@@ -358,6 +358,29 @@ TEST_CASE("conv2d and conv_transpose2d errors name the op, the shapes and what i
                     Catch::Contains("output_padding (2, 0)") && Catch::Contains("smaller than either stride (2, 2)"));
   CHECK_NOTHROW(conv_transpose2d(x, w.view({3, 3, 3, 2}), {}, {{1, 1}, {0, 0}, {1, 0}, {2, 1}, 1}));
   CHECK_THROWS_WITH(conv_transpose2d(x, w.view({3, 3, 3, 2}), ones({3})), Catch::Contains("bias [3] must be [2]"));
+}
+
+TEST_CASE("conv_transpose2d adds its bias in the f32 sum and rounds once", "[conv2d][numerics]") {
+  // 1024 + 0.25 is no f16 (it rounds to 1024, and 1024 - 1024 = 0); summed in f32 with the
+  // bias -1024 it is 0.25. In bf16 256 + 0.5 rounds to 256 (spacing 2 there).
+  for (Device d : test::devices()) {
+    INFO(test::device_label(d));
+    const auto vec = [&](std::vector<double> v, Shape s, DType dt) { return from_vector(v, s, {dt, d}); };
+    const auto values = [](const Tensor& t) { return t.to(Device::cpu()).to_vector<double>(); };
+    const Tensor w = vec({1, 1}, {2, 1, 1, 1}, f16);
+    CHECK(values(conv_transpose2d(vec({1024, 0.25}, {1, 1, 1, 2}, f16), w, vec({-1024}, {1}, f16))) ==
+          std::vector<double>{0.25});
+    CHECK(values(conv_transpose2d(vec({256, 0.5}, {1, 1, 1, 2}, bf16), vec({1, 1}, {2, 1, 1, 1}, bf16),
+                                  vec({-256}, {1}, bf16))) == std::vector<double>{0.5});
+    // Two groups: each group's output channels take their own bias.
+    const Tensor yg = conv_transpose2d(vec({1024, 0.25, 1024, 0.25}, {1, 1, 1, 4}, f16), vec({1, 1, 1, 1}, {4, 1, 1, 1}, f16),
+                                       vec({-1024, -1023}, {2}, f16), {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 2});
+    CHECK(values(yg) == std::vector<double>{0.25, 1.25});
+    // Stride 2 with output_padding 1: the output pixels no input reaches hold the bias alone.
+    const Tensor ys = conv_transpose2d(vec({1024, 0.25}, {1, 1, 1, 2}, f16), w, vec({-1024}, {1}, f16),
+                                       {{2, 2}, {0, 0}, {1, 1}, {1, 1}, 1});
+    CHECK(values(ys) == std::vector<double>{0.25, -1024, -1024, -1024});
+  }
 }
 
 TEST_CASE("empty batches give empty outputs and zero channels give zeros", "[conv2d]") {
