@@ -98,10 +98,12 @@ std::string op_profile_diagnosis(const std::string& mode, const OpProfile& p, co
   }
   if (first) os << "no kind of op stands out";
   os << ".";
+  std::string against;  // the kinds that went the other way
   for (const Part& part : parts)
     if ((extra >= 0) != (part.delta >= 0) && std::abs(part.delta) >= 0.005 * whole)
-      os << " " << part.what << " " << (part.delta < 0 ? "got faster" : "got slower") << " by "
-         << num(std::abs(part.delta), 1) << (extra >= 0 ? " ms, which does not make up for it." : " ms, which eats into the saving.");
+      against += std::string(against.empty() ? "" : " and ") + part.what + (part.delta < 0 ? " got faster" : " got slower") +
+                 " by " + num(std::abs(part.delta), 1) + " ms";
+  if (!against.empty()) os << " Against that, " << against << ".";
   if (p.reduced_elementwise_ms > 0)
     os << " Elementwise ops in f16/bf16 take " << num(p.reduced_elementwise_ms, 1) << " ms ("
        << pct(p.reduced_elementwise_ms, p.op_ms) << " of " << mode << "'s op time)"
