@@ -37,7 +37,10 @@ std::atomic<int64_t> g_live{0};
 // The one thread that records, or no thread id: all threads record.
 std::atomic<std::thread::id> g_only_thread{};
 
+// The hot paths load the flag relaxed; the slow path pairs with the release store in
+// Profiler() so that a thread which saw the flag also sees the start time and sink.
 bool this_thread_records() {
+  std::atomic_thread_fence(std::memory_order_acquire);
   const std::thread::id only = g_only_thread.load(std::memory_order_relaxed);
   return only == std::thread::id() || only == std::this_thread::get_id();
 }
@@ -224,7 +227,7 @@ Profiler::Profiler(bool this_thread_only) {
   g_only_thread.store(this_thread_only ? std::this_thread::get_id() : std::thread::id());
   g_t0 = std::chrono::steady_clock::now();
   recording_ = true;
-  g_recording.store(true, std::memory_order_relaxed);
+  g_recording.store(true, std::memory_order_release);
 }
 
 Profiler::~Profiler() { stop(); }
