@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "framework/profiler_hook.h"
+
 namespace hg::cuda {
 namespace {
 std::mutex g_mu;
@@ -51,6 +53,7 @@ const char* kernel_label(const char* name, const std::string& variant) {
 
 void log_kernel_launch(const char* name) {
   if (t_log) t_log->names_.emplace_back(name ? name : "kernel");
+  if (profiler_hook::recording()) profiler_hook::note_kernel(name ? name : "kernel");
 }
 
 }  // namespace hg::cuda

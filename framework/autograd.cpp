@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "framework/profiler_hook.h"
 #include "ops/elementwise.h"
 
 namespace hg {
@@ -216,6 +217,7 @@ struct Engine {
         t_running_node = node.get();
         t_running_needs = &needs;
         try {
+          profiler_hook::NodeScope profiled(*node);
           out = node->apply(grads);
         } catch (...) {
           t_running_node = prev_node;

@@ -6,6 +6,7 @@
 
 #include "framework/device.h"
 #include "framework/error.h"
+#include "framework/profiler_hook.h"
 
 namespace hg {
 
@@ -26,10 +27,21 @@ class DispatchStub<R(Args...)> {
     if (!f)
       throw Error(detail::concat(name_, ": no kernel registered for device ", device.str(),
                                  device.is_cuda() ? " (this build of halfgrad has no CUDA backend)" : ""));
+    if (profiler_hook::recording()) [[unlikely]]
+      return profiled(f, device, std::forward<A>(args)...);
     return f(std::forward<A>(args)...);
   }
 
  private:
+  // The same call, recorded by the active hg::Profiler (framework/profiler.h).
+  template <class... A>
+  R profiled(Fn f, Device device, A&&... args) const {
+    profiler_hook::OpScope scope(name_, device);
+    (profiler_hook::describe(scope, std::as_const(args)), ...);
+    scope.start();
+    return f(std::forward<A>(args)...);
+  }
+
   const char* name_;
   std::array<Fn, 2> table_{};
 };

@@ -35,6 +35,10 @@ enum class BinaryOp : uint8_t {
   eq, ne, lt, le, gt, ge,  // output dtype bool
 };
 
+// The op names the profiler records for unary_stub / binary_stub calls ("relu", "add").
+const char* op_label(UnaryOp op);
+const char* op_label(BinaryOp op);
+
 extern DispatchStub<void(UnaryOp, const Tensor& x, const Tensor& out, double p0, double p1)> unary_stub;
 extern DispatchStub<void(BinaryOp, const Tensor& a, const Tensor& b, const Tensor& out, double p0, double p1)>
     binary_stub;

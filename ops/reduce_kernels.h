@@ -8,6 +8,7 @@
 namespace hg {
 
 enum class ReduceOp : uint8_t { sum, mean, max, min };
+const char* op_label(ReduceOp op);  // the profiler's name for a reduce_stub call ("sum")
 
 // out has x's rank with the reduced dimensions of size 1; NaN propagates through max/min.
 extern DispatchStub<void(ReduceOp, const Tensor& x, const Tensor& out)> reduce_stub;

@@ -83,7 +83,7 @@ Flags parse(const std::vector<std::string>& args) {
   std::string precisions = "fp32,amp,amp-master,bf16,fp16", profile;
   IntFlag steps{"--steps"}, batch{"--batch"}, size{"--size"}, width{"--width"}, seed{"--seed"}, threads{"--threads"},
       growth{"--growth-interval"}, val_images{"--val-images"}, eval_every{"--eval-every"},
-      monitor_every{"--monitor-every"}, fallback{"--fallback"};
+      monitor_every{"--monitor-every"}, fallback{"--fallback"}, profile_ops{"--profile-ops"};
   auto int_option = [&](IntFlag& flag, const char* help) {
     flag.option = app.add_option(flag.name, flag.text, help)->type_name("INT");
   };
@@ -112,6 +112,7 @@ Flags parse(const std::vector<std::string>& args) {
   app.add_flag("--compare-only", cfg.compare_only, "run only the --compare comparison, no training");
   int_option(fallback, "amp/bf16: a module whose f16 output overflows this many times runs in f32 (0: off)");
   app.add_flag("!--no-progress", cfg.progress, "no progress output");
+  int_option(profile_ops, "profile step N (from 0) of each mode op by op: report section, trace_<mode>.json");
 
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
@@ -156,6 +157,9 @@ Flags parse(const std::vector<std::string>& args) {
   apply_profile(cfg, profile.empty() ? (device.is_cuda() ? "gpu" : "cpu") : profile, lr_option->count() > 0, given);
   HG_CHECK(cfg.size % 16 == 0, "--size must be a multiple of 16 and >= 32, got ", cfg.size);
   HG_CHECK(!cfg.compare_only || !cfg.compare.empty(), "--compare-only needs --compare MODE");
+  read(profile_ops, cfg.profile_ops_step, 0, kMaxSteps);
+  HG_CHECK(cfg.profile_ops_step < cfg.steps, "--profile-ops: step ", cfg.profile_ops_step, " is not run; steps run from 0 to ",
+           cfg.steps - 1);
   f.run = true;
   return f;
 }

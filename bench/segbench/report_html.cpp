@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bench/segbench/png.h"
+#include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
 #include "bench/segbench/svg_plot.h"
 
@@ -223,6 +224,7 @@ std::string html_report(const Report& r, const SampleGrid& samples) {
   underflow_section(h, r);
   samples_section(h, r, samples);
   diagnosis_section(h, r);
+  h << op_profile_html(r);
   if (!r.compare_text.empty())
     h << "<h2>FP32 vs " << esc(r.config.compare.empty() ? "reduced precision" : r.config.compare)
       << " on one batch</h2>\n<pre>" << esc(r.compare_text) << "</pre>\n";

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "bench/segbench/report.h"
+#include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
 
 namespace hg::segbench {
@@ -242,6 +243,7 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
     md << "\n## FP32 vs " << (r.config.compare.empty() ? "reduced precision" : r.config.compare) << " on one batch\n\n"
        << fence << "text\n" << r.compare_text << (r.compare_text.back() == '\n' ? "" : "\n") << fence << "\n";
   }
+  md << op_profile_markdown(r);
   md << "\n## Files\n\n";
   if (samples.rows > 0) {
     md << "![sample predictions, columns: image, truth";

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/segbench/profile_data.h"
+
 namespace hg::segbench {
 
 struct Config {
@@ -30,6 +32,7 @@ struct Config {
   int64_t poison_step = -1;     // test hook: a NaN pixel in this step's input batch (-1: none)
   int64_t fallback_strikes = 0; // > 0: amp::Fp32Fallback in autocast modes, after this many overflows
   bool compare_only = false;    // --compare without training
+  int64_t profile_ops_step = -1;  // --profile-ops: this step of each mode runs under hg::Profiler (-1: none)
 };
 
 struct Curves {
@@ -94,6 +97,7 @@ struct RunResult {
   double adam_v_flushed_fraction = -1;
   // Sample predictions on the first validation images: argmax labels, size*size each.
   std::vector<std::vector<int64_t>> sample_predictions;
+  std::optional<OpProfile> op_profile;  // --profile-ops
 };
 
 struct Machine {

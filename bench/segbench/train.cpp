@@ -20,6 +20,7 @@
 #include "amp/numerics_monitor.h"
 #include "amp/policy.h"
 #include "bench/segbench/evaluate.h"
+#include "bench/segbench/profile_section.h"
 #include "framework/allocator.h"
 #include "framework/optim/adam.h"
 #include "framework/optim/clip_grad.h"
@@ -182,6 +183,8 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     }
     if (monitor) monitor->begin_step(step);
     if (fallback) fallback->begin_step(step);
+    std::optional<Profiler> profiler;
+    if (step == cfg.profile_ops_step) profiler.emplace(true);  // without the next batch's preparation
     const auto t0 = Clock::now();
     Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
     Tensor logits, loss;
@@ -235,6 +238,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     opt.zero_grad();
     model.zero_grad();
     const double o_ms = ms_since(t2);
+    if (profiler) r.op_profile = finish_op_profile(*profiler, cfg, precision, step);
     if (sampled) {
       // Weight elements whose update was non-zero in exact arithmetic but rounded away.
       size_t li = 0, pi = 0;

@@ -1,0 +1,278 @@
+// hg::Profiler: what it records (op names, module paths, dtypes, phases, FLOPs, bytes),
+// that op times account for a step's wall time, that its Chrome trace is valid trace
+// event format JSON, and that nothing is recorded while no profiler runs.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "framework/cpu/isa.h"
+#include "framework/profiler.h"
+#include "halfgrad.h"
+#include "tests/framework/module_models.h"
+
+using namespace hg;
+
+namespace {
+
+std::vector<const ProfileEvent*> ops_named(const Profiler& p, const std::string& name) {
+  std::vector<const ProfileEvent*> out;
+  for (const ProfileEvent& e : p.events())
+    if (e.kind == ProfileEvent::Kind::op && e.name == name) out.push_back(&e);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("profiler: events carry module paths, dtypes, shapes and the phase", "[profiler]") {
+  test::Outer model;
+  Tensor x = randn({5, 3});
+  Profiler prof;
+  Tensor y = model(x);
+  sum(y).backward();
+  prof.stop();
+
+  // Forward: the two linears (recorded by linear_stub) in their modules, ReLU in head.1.
+  auto linears = ops_named(prof, "linear");
+  std::map<std::string, int> fwd_linear_modules;
+  for (auto* e : linears)
+    if (!e->backward) fwd_linear_modules[e->module]++;
+  CHECK(fwd_linear_modules == std::map<std::string, int>{{"enc.fc", 1}, {"head.0", 1}});
+  auto relus = ops_named(prof, "relu");
+  REQUIRE(relus.size() == 1);
+  CHECK(relus[0]->module == "head.1");
+  CHECK_FALSE(relus[0]->backward);
+  CHECK(relus[0]->stub == "unary");
+  CHECK(relus[0]->dtype == "f32");
+  CHECK(relus[0]->shapes == std::vector<Shape>{{5, 2}, {5, 2}});
+  CHECK(relus[0]->device == Device::cpu());
+  CHECK(relus[0]->kernel == cpu::isa_name(cpu::isa()));
+
+  // Backward: relu's gradient is relu_grad, run for the relu node recorded in head.1.
+  auto relu_grads = ops_named(prof, "relu_grad");
+  REQUIRE(relu_grads.size() == 1);
+  CHECK(relu_grads[0]->backward);
+  CHECK(relu_grads[0]->forward_op == "relu");
+  CHECK(relu_grads[0]->module == "head.1");
+  int bwd_in_enc_fc = 0;
+  for (const ProfileEvent& e : prof.events())
+    if (e.kind == ProfileEvent::Kind::op && e.backward && e.module == "enc.fc") {
+      CHECK(e.forward_op == "matmul");
+      ++bwd_in_enc_fc;
+    }
+  CHECK(bwd_in_enc_fc >= 2);  // the weight gradient and the bias gradient at least
+  // The engine's node ranges sit on the backward track and name the forward op.
+  bool relu_node_range = false;
+  for (const ProfileEvent& e : prof.events())
+    relu_node_range = relu_node_range || (e.kind == ProfileEvent::Kind::range && e.name == "relu_backward" && e.backward);
+  CHECK(relu_node_range);
+}
+
+TEST_CASE("profiler: reduced-precision ops and casts are told apart", "[profiler]") {
+  Tensor x = randn({64});
+  Profiler prof;
+  Tensor h = x.to(f16);
+  Tensor r = relu(h);
+  Tensor b = r.to(bf16);
+  prof.stop();
+  auto casts = ops_named(prof, "cast");
+  REQUIRE(casts.size() == 2);
+  CHECK(casts[0]->dtype == "f32->f16");
+  CHECK(casts[1]->dtype == "f16->bf16");
+  auto relus = ops_named(prof, "relu");
+  REQUIRE(relus.size() == 1);
+  CHECK(relus[0]->dtype == "f16");
+  CHECK(relus[0]->dtypes == std::vector<DType>{f16, f16});
+  CHECK(relus[0]->bytes_allocated >= 64 * 2);  // its f16 output, allocated just before the kernel
+  const auto stats = prof.key_averages();
+  int cast_rows = 0;
+  for (const OpStats& s : stats) cast_rows += s.name == "cast";
+  CHECK(cast_rows == 2);  // grouped by op and dtype
+}
+
+TEST_CASE("profiler: FLOPs of matrix products and convolutions", "[profiler]") {
+  Tensor x = randn({2, 8, 8, 3}).set_requires_grad();  // NHWC
+  Tensor w = randn({4, 3, 3, 3}).set_requires_grad();  // [K, R, S, C]
+  Tensor a = randn({6, 5}), wl = randn({7, 5});
+  Tensor b1 = randn({3, 4, 5}), b2 = randn({3, 5, 2});
+  Profiler prof;
+  Tensor y = conv2d(x, w, Tensor(), {{1, 1}, {1, 1}});
+  sum(y).backward();
+  Tensor l = linear(a, wl);
+  Tensor m = matmul(b1, b2);
+  prof.stop();
+  // conv: 2 * (N*P*Q*K) * (R*S*C) = 2 * (2*8*8*4) * 27 for the forward and both gradients.
+  const double conv_flops = 2.0 * (2 * 8 * 8 * 4) * 27;
+  for (const char* op : {"conv2d_forward", "conv2d_dgrad", "conv2d_wgrad"}) {
+    auto evs = ops_named(prof, op);
+    REQUIRE(evs.size() == 1);
+    CHECK(evs[0]->flops == conv_flops);
+  }
+  auto lin = ops_named(prof, "linear");
+  REQUIRE(lin.size() == 1);
+  CHECK(lin[0]->flops == 2.0 * 6 * 7 * 5);
+  auto bmm = ops_named(prof, "bmm");
+  REQUIRE(bmm.size() == 1);
+  CHECK(bmm[0]->flops == 2.0 * 3 * 4 * 2 * 5);
+  CHECK(ops_named(prof, "sum").at(0)->flops == 0);
+}
+
+TEST_CASE("profiler: op times add up to the wall time of a training step", "[profiler]") {
+  // Large enough that kernels dominate: ops must cover most of the step (the rest is
+  // autograd bookkeeping, allocation and the recording itself) and never more than all.
+  nn::Sequential model(std::make_shared<nn::Linear>(384, 384), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(384, 384));
+  Tensor x = randn({384, 384});
+  Profiler prof;
+  auto t0 = std::chrono::steady_clock::now();
+  mean(square(model(x))).backward();
+  auto t1 = std::chrono::steady_clock::now();
+  prof.stop();
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  const int64_t ops = prof.op_total_ns();
+  INFO("ops " << ops << " ns of a " << wall << " ns step\n" << prof.table());
+  CHECK(ops <= wall);
+  CHECK(static_cast<double>(ops) >= 0.6 * static_cast<double>(wall));
+  CHECK(prof.wall_ns() >= wall);
+  // The tables partition the same time: per op and per module totals equal the op total.
+  int64_t by_op = 0, by_module = 0;
+  for (const OpStats& s : prof.key_averages()) by_op += s.total_ns;
+  for (const ModuleStats& s : prof.module_averages()) by_module += s.forward_ns + s.backward_ns;
+  CHECK(by_op == ops);
+  CHECK(by_module == ops);
+}
+
+TEST_CASE("profiler: the Chrome trace is valid trace event format", "[profiler]") {
+  test::Outer model;
+  Profiler prof;
+  {
+    auto step = profile_range("step");
+    auto inner = profile_range("forward");
+    sum(model(randn({4, 3}).to(f16).to(f32))).backward();
+  }
+  prof.stop();
+  const auto trace = nlohmann::json::parse(prof.chrome_trace());
+  REQUIRE(trace.is_object());
+  REQUIRE(trace.at("traceEvents").is_array());
+  std::map<int, std::string> track_names;
+  std::map<int, std::vector<std::pair<double, double>>> spans;  // per tid: [ts, ts + dur]
+  int counters = 0, ops = 0, fwd_tid = -1, bwd_tid = -1;
+  double last_counter_ts = -1;
+  for (const auto& ev : trace["traceEvents"]) {
+    REQUIRE(ev.at("name").is_string());
+    REQUIRE(ev.at("ph").is_string());
+    REQUIRE(ev.at("pid").is_number_integer());
+    const std::string ph = ev["ph"];
+    if (ph == "M") {
+      REQUIRE(ev.at("args").at(ev["name"] == "thread_sort_index" ? "sort_index" : "name").is_primitive());
+      if (ev["name"] == "thread_name") track_names[ev.at("tid").get<int>()] = ev["args"]["name"];
+    } else if (ph == "X") {
+      REQUIRE(ev.at("ts").is_number());
+      REQUIRE(ev.at("dur").is_number());
+      REQUIRE(ev.at("tid").is_number_integer());
+      CHECK(ev["dur"].get<double>() >= 0);
+      const int tid = ev["tid"];
+      spans[tid].emplace_back(ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>());
+      if (ev.at("cat") == "op") {
+        ++ops;
+        REQUIRE(ev.at("args").at("dtype").is_string());
+        REQUIRE(ev["args"].at("shapes").is_array());
+        (ev["args"].contains("forward_op") ? bwd_tid : fwd_tid) = tid;
+      }
+    } else {
+      REQUIRE(ph == "C");
+      REQUIRE(ev.at("args").at("bytes in use").is_number_integer());
+      CHECK(ev["ts"].get<double>() >= 0);
+      last_counter_ts = ev["ts"].get<double>();
+      ++counters;
+    }
+  }
+  CHECK(last_counter_ts > 0);
+  CHECK(ops > 0);
+  CHECK(counters == ops);
+  // Forward and backward on separate, named tracks.
+  REQUIRE(fwd_tid != -1);
+  REQUIRE(bwd_tid != -1);
+  CHECK(fwd_tid != bwd_tid);
+  CHECK(track_names[fwd_tid] == "thread 0 forward");
+  CHECK(track_names[bwd_tid] == "thread 0 backward");
+  for (const auto& [tid, s] : spans) CHECK(track_names.count(tid) == 1);
+  // Complete events on one track nest: each starts after and ends before its parent.
+  for (auto& [tid, s] : spans) {
+    std::sort(s.begin(), s.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::vector<double> open_ends;
+    for (const auto& [b, e] : s) {
+      // 1e-6 us: ts and dur are exact decimals of whole ns; their double sums may differ by an ulp.
+      while (!open_ends.empty() && open_ends.back() <= b + 1e-6) open_ends.pop_back();
+      if (!open_ends.empty()) CHECK(e <= open_ends.back() + 1e-6);
+      open_ends.push_back(e);
+    }
+  }
+  // The ranges nest as written: "forward" inside "step".
+  const ProfileEvent *step = nullptr, *fwd = nullptr;
+  for (const ProfileEvent& e : prof.events()) {
+    if (e.kind == ProfileEvent::Kind::range && e.name == "step") step = &e;
+    if (e.kind == ProfileEvent::Kind::range && e.name == "forward") fwd = &e;
+  }
+  REQUIRE(step != nullptr);
+  REQUIRE(fwd != nullptr);
+  CHECK(fwd->depth == step->depth + 1);
+  CHECK(fwd->start_ns >= step->start_ns);
+  CHECK(fwd->start_ns + fwd->dur_ns <= step->start_ns + step->dur_ns);
+}
+
+TEST_CASE("profiler: nothing is recorded while no profiler runs", "[profiler]") {
+  Tensor x = randn({16});
+  {
+    Profiler idle;
+    idle.stop();
+    Tensor y = relu(x) + x;  // after stop(): not recorded
+    auto r = profile_range("after stop");
+    CHECK(idle.events().empty());
+  }
+  Tensor before = relu(x);
+  Profiler prof;
+  CHECK_THROWS_WITH(prof.events(), Catch::Contains("still recording"));
+  CHECK_THROWS_WITH(Profiler(), Catch::Contains("another Profiler is already recording"));
+  Tensor during = exp(x);
+  prof.stop();
+  Tensor after = relu(x);
+  REQUIRE(prof.events().size() == 1);
+  CHECK(prof.events()[0].name == "exp");
+  Profiler again;  // a new one may start once the first stopped
+  again.stop();
+  CHECK(again.events().empty());
+}
+
+TEST_CASE("profiler: tables name every column and row group", "[profiler]") {
+  test::Outer model;
+  Profiler prof;
+  sum(model(randn({2, 3}))).backward();
+  prof.stop();
+  const std::string ops = prof.table(), mods = prof.module_table();
+  CHECK_THAT(ops, Catch::Contains("Op") && Catch::Contains("Total ms") && Catch::Contains("GFLOP/s") &&
+                      Catch::Contains("relu_grad") && Catch::Contains("bwd"));
+  CHECK_THAT(mods, Catch::Contains("enc.fc") && Catch::Contains("head.1") && Catch::Contains("Bwd ms"));
+}
+
+TEST_CASE("profiler: other threads are recorded on their own tracks, or left out", "[profiler]") {
+  Tensor x = randn({32});
+  auto run_elsewhere = [&] { std::thread([&] { Tensor y = exp(x); }).join(); };
+  Profiler all;
+  Tensor here = relu(x);
+  run_elsewhere();
+  all.stop();
+  auto relus = ops_named(all, "relu"), exps = ops_named(all, "exp");
+  REQUIRE(relus.size() == 1);
+  REQUIRE(exps.size() == 1);
+  CHECK(relus[0]->thread != exps[0]->thread);
+
+  Profiler mine(/*this_thread_only=*/true);
+  Tensor here2 = relu(x);
+  run_elsewhere();
+  mine.stop();
+  CHECK(ops_named(mine, "relu").size() == 1);
+  CHECK(ops_named(mine, "exp").empty());
+}
