@@ -1,0 +1,207 @@
+// The shadow state behind the emulation's racecheck and initcheck (racecheck.h): the
+// hazard rule, the shared- and device-memory shadows, the options, and the line tables
+// that name an access's source line in a report.
+#include "cuda/emu/racecheck.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/emu/runtime_api.h"
+#include "framework/error.h"
+
+namespace hg::cuda::emu {
+
+namespace {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v || std::strcmp(v, "0") == 0) return false;
+  if (std::strcmp(v, "1") == 0) return true;
+  throw Error(detail::concat(name, "='", v, "' is invalid; valid: 0 or 1"));
+}
+
+CheckOptions from_env() {
+  CheckOptions o;
+  o.race = env_flag("HG_EMU_RACECHECK");
+  o.init = env_flag("HG_EMU_INITCHECK");
+  if (const char* s = std::getenv("HG_EMU_SCHEDULE"); s && *s) {
+    if (std::strcmp(s, "adversarial") == 0)
+      o.adversarial = true;
+    else if (std::strcmp(s, "random") != 0)
+      throw Error(detail::concat("HG_EMU_SCHEDULE='", s, "' is invalid; valid: random (the default) or adversarial"));
+  }
+  if (const char* s = std::getenv("HG_EMU_PREEMPT"); s && *s) {
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1000)
+      throw Error(detail::concat("HG_EMU_PREEMPT='", s, "' is invalid; valid: stores per mille, 0 to 1000"));
+    o.preempt_per_mille = static_cast<unsigned>(v);
+  }
+  return o;
+}
+
+CheckOptions& options_storage() {
+  static CheckOptions o = from_env();
+  return o;
+}
+
+bool is_write(Access k) { return k == Access::write || k == Access::atomic || k == Access::async_write; }
+
+bool hazard_between(const Stamp& a, const Stamp& b) {
+  return a.valid() && (a.mask & b.mask) && concurrent(a, b) && !(a.atomic && b.atomic);
+}
+
+}  // namespace
+
+const CheckOptions& check_options() { return options_storage(); }
+void set_check_options(const CheckOptions& o) { options_storage() = o; }
+
+bool concurrent(const Stamp& a, const Stamp& b) {
+  if (a.thread == b.thread) return false;
+  if (a.thread >> 32 != b.thread >> 32) return true;  // blocks never synchronise with each other
+  if (a.epoch != b.epoch) return false;               // a __syncthreads lies between them
+  const bool same_warp = (a.thread & 0xffffffffu) / 32 == (b.thread & 0xffffffffu) / 32;
+  return !(same_warp && a.wepoch != b.wepoch);        // a warp collective orders its lanes
+}
+
+Hazard record(Cell& c, const Stamp& who, Access kind) {
+  Hazard h;
+  if (!is_write(kind)) {
+    if (hazard_between(c.w, who)) h = {"read-after-write", c.w, who, 0};
+    // Keep two readers that could race with a later writer: any writer differs from one.
+    Stamp* slot = &c.r[0];
+    if (c.r[0].valid() && c.r[0].thread != who.thread && concurrent(c.r[0], who))
+      slot = c.r[1].valid() && c.r[1].thread != who.thread && concurrent(c.r[1], who) ? nullptr : &c.r[1];
+    if (slot) *slot = who;
+    return h;
+  }
+  if (hazard_between(c.w, who)) h = {"write-after-write", c.w, who, 0};
+  for (const Stamp& r : c.r)
+    if (!h.kind && hazard_between(r, who)) h = {"write-after-read", r, who, 0};
+  c.w = who;
+  c.r[0] = c.r[1] = Stamp{};
+  c.init |= who.mask;
+  if (kind == Access::async_write) c.pending |= who.mask;
+  return h;
+}
+
+void SharedShadow::attach(const void* smem, size_t smem_bytes) {
+  dynamic_.begin = reinterpret_cast<uintptr_t>(smem);
+  dynamic_.end = dynamic_.begin + (smem ? smem_bytes : 0);
+  dynamic_.cells.assign((smem_bytes + 3) / 4 + 1, Cell{});
+  // The thread-local block of the module holding this code: its static TLS, which is where
+  // `static thread_local` (the emulation's __shared__) lives for this host thread.
+  struct Found {
+    const void* code;
+    uintptr_t begin = 0, end = 0;
+  } found{reinterpret_cast<const void*>(&concurrent)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        auto& f = *static_cast<Found*>(arg);
+        const auto code = reinterpret_cast<uintptr_t>(f.code);
+        const ElfW(Phdr)* tls = nullptr;
+        bool mine = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_TLS) tls = &ph;
+          if (ph.p_type == PT_LOAD && code >= info->dlpi_addr + ph.p_vaddr &&
+              code < info->dlpi_addr + ph.p_vaddr + ph.p_memsz)
+            mine = true;
+        }
+        if (!mine || !tls || !info->dlpi_tls_data) return 0;
+        f.begin = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+        f.end = f.begin + tls->p_memsz;
+        return 1;
+      },
+      &found);
+  static_.begin = found.begin;
+  static_.end = found.end;
+  static_.cells.assign((found.end - found.begin + 3) / 4 + 1, Cell{});
+  excluded_.clear();
+  gen_ = 0;
+}
+
+void SharedShadow::exclude(const void* p, size_t n) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  excluded_.push_back({a, a + n});
+}
+
+Cell* SharedShadow::cell(uintptr_t a, bool* is_static) {
+  Range* r = nullptr;
+  if (a >= dynamic_.begin && a < dynamic_.end) {
+    r = &dynamic_;
+    *is_static = false;
+  } else if (a >= static_.begin && a < static_.end) {
+    for (const auto& [b, e] : excluded_)
+      if (a >= b && a < e) return nullptr;
+    r = &static_;
+    *is_static = true;
+  } else {
+    return nullptr;
+  }
+  // Granules are aligned to 4 bytes of the address space, so index from the aligned start.
+  Cell& c = r->cells[((a & ~uintptr_t{3}) - (r->begin & ~uintptr_t{3})) / 4];
+  if (c.gen != gen_) c = Cell{gen_, 0, 0, {}, {}};
+  return &c;
+}
+
+GlobalShadow::GlobalShadow() : ranges_(device_ranges()), shards_(std::make_unique<Shard[]>(64)) {
+  std::sort(ranges_.begin(), ranges_.end());
+}
+
+bool GlobalShadow::covers(uintptr_t a) const {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::pair<uintptr_t, uintptr_t>{a, ~uintptr_t{0}});
+  return it != ranges_.begin() && a < std::prev(it)->second;
+}
+
+bool GlobalShadow::access(uintptr_t granule, const Stamp& who, Access kind, Hazard* out) {
+  Shard& s = shards_[(granule >> 2) * 0x9e3779b97f4a7c15ull >> 58];
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.cells.find(granule);
+  if (it == s.cells.end()) {
+    if (count_.fetch_add(1) >= kMaxCells) return false;
+    it = s.cells.emplace(granule, Cell{}).first;
+  }
+  *out = record(it->second, who, kind);
+  return true;
+}
+
+void GlobalShadow::complete_async(uintptr_t granule, uint8_t mask) {
+  Shard& s = shards_[(granule >> 2) * 0x9e3779b97f4a7c15ull >> 58];
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto it = s.cells.find(granule); it != s.cells.end()) it->second.pending &= static_cast<uint8_t>(~mask);
+}
+
+CodeLocation locate_code(const void* pc) {
+  Dl_info info{};
+  if (!pc || !dladdr(pc, &info) || !info.dli_fname) return {"?", detail::concat("code address ", pc)};
+  const auto offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase);
+  char cmd[4200];
+  std::snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%zx 2>/dev/null", info.dli_fname, offset);
+  std::string function, where;
+  if (FILE* p = popen(cmd, "r")) {
+    char line[4096];
+    // Pairs of lines, innermost inlined frame first: function, then file:line.
+    if (std::fgets(line, sizeof line, p)) function = line;
+    if (std::fgets(line, sizeof line, p)) where = line;
+    pclose(p);
+  }
+  auto trim = [](std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    while (s.rfind("../", 0) == 0) s.erase(0, 3);
+    if (auto d = s.find(" (discriminator"); d != std::string::npos) s.erase(d);
+    return s;
+  };
+  CodeLocation loc{trim(function), trim(where)};
+  if (loc.function.empty() || loc.function[0] == '?') loc.function = "?";
+  if (loc.where.empty() || loc.where[0] == '?')
+    loc.where = detail::concat(info.dli_fname, "+", reinterpret_cast<const void*>(offset));
+  return loc;
+}
+
+}  // namespace hg::cuda::emu
