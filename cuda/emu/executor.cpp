@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/emu/block_runner.h"
 #include "cuda/emu/fiber.h"
 #include "cuda/emu/racecheck.h"
 #include "framework/error.h"
@@ -28,56 +29,19 @@ thread_local dim3 gridDim{1, 1, 1};
 
 namespace hg::cuda::emu {
 
+using namespace runner;
+
+thread_local BlockRunner* runner::t_runner = nullptr;
+thread_local CudaThread* runner::t_thread = nullptr;
+std::atomic<bool> runner::g_checks{false};
+
 namespace {
-
-enum class State : uint8_t { ready, barrier, warp, done };
-
-struct PendingCopy {
-  void* dst;
-  const void* src;
-  unsigned cp_bytes, src_bytes;
-};
-
-struct CudaThread {
-  Fiber fiber;
-  uint3 idx{0, 0, 0};
-  unsigned linear = 0;
-  State state = State::ready;
-  const char* waiting_op = nullptr;
-  uint32_t waiting_mask = 0;
-  std::vector<PendingCopy> uncommitted;
-  std::deque<std::vector<PendingCopy>> committed;  // oldest group first
-  uintptr_t last_load = 0;                          // granule of the last plain load
-};
-
-struct WarpGroup {
-  uint32_t mask = 0, arrived = 0;
-  const char* op = nullptr;
-  Combine combine = nullptr;
-  LaneSlot lanes[32] = {};
-};
-
-struct Warp {
-  uint32_t present = 0;  // lanes that exist (the last warp of a block may be partial)
-  std::vector<WarpGroup> groups;
-};
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 std::string hex(uint32_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << v;
   return os.str();
 }
-
-std::string dims(uint3 d) { return detail::concat("(", d.x, ",", d.y, ",", d.z, ")"); }
-
-void complete_async(void* dst, unsigned bytes);
 
 void perform(const PendingCopy& c) {
   complete_async(c.dst, c.cp_bytes);
@@ -93,97 +57,7 @@ void drain_copies(CudaThread& t) {
   t.uncommitted.clear();
 }
 
-class BlockRunner;
-thread_local BlockRunner* t_runner = nullptr;
-thread_local CudaThread* t_thread = nullptr;
-
-// One host thread's share of a launch: fibers for one block, reused block after block.
-class BlockRunner {
- public:
-  BlockRunner(dim3 grid, dim3 block, size_t smem_bytes, KernelBody body, uint64_t seed, GlobalShadow* global)
-      : grid_(grid), block_(block), body_(body), seed_(seed), smem_bytes_(smem_bytes), global_(global) {
-    const unsigned n = block.x * block.y * block.z;
-    threads_ = std::make_unique<CudaThread[]>(n);
-    n_ = n;
-    for (unsigned i = 0; i < n; ++i) {
-      CudaThread& t = threads_[i];
-      t.linear = i;
-      t.idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-    }
-    warps_.resize((n + 31) / 32);
-    for (unsigned w = 0; w < warps_.size(); ++w) {
-      const unsigned lanes = std::min(32u, n - 32 * w);
-      warps_[w].present = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-    }
-    // Exactly the requested size, so AddressSanitizer reports an access past its end.
-    if (smem_bytes) smem_ = static_cast<unsigned char*>(::operator new(smem_bytes, std::align_val_t{128}));
-    wepoch_.resize(warps_.size());
-    if (opts_.any()) {
-      shadow_.attach(smem_, smem_bytes);
-      // The built-in variables are the emulator's thread-locals, not shared memory.
-      shadow_.exclude(&threadIdx, sizeof threadIdx);
-      shadow_.exclude(&blockIdx, sizeof blockIdx);
-      shadow_.exclude(&blockDim, sizeof blockDim);
-      shadow_.exclude(&gridDim, sizeof gridDim);
-    }
-    t_runner = this;
-  }
-  ~BlockRunner() {
-    if (smem_) ::operator delete(smem_, std::align_val_t{128});
-    t_runner = nullptr;
-    blockIdx = {0, 0, 0};
-    blockDim = gridDim = dim3{1, 1, 1};
-  }
-  BlockRunner(const BlockRunner&) = delete;
-  BlockRunner& operator=(const BlockRunner&) = delete;
-
-  void run(uint64_t b);
-
-  void arrive_at_barrier(CudaThread& t) {
-    t.state = State::barrier;
-    ++at_barrier_;
-    t.fiber.yield();
-  }
-  void warp_collective(CudaThread& t, uint32_t mask, const char* op, Combine combine, const void* in, void* out);
-  void* smem() const { return smem_; }
-  void access(CudaThread& t, uintptr_t a, size_t n, Access kind, const void* pc);
-  void complete_async(uintptr_t a, size_t n);
-  void record_error(std::exception_ptr e) { error_ = e; }
-  std::string where() const {
-    return detail::concat("in block ", dims(block_idx_), " of grid ", dims(grid_), " with blocks of ", dims(block_),
-                          "; replay this schedule with HG_EMU_SEED=", seed_);
-  }
-
- private:
-  static void thread_main(void* arg);
-  [[noreturn]] void deadlock();
-  [[noreturn]] void report(const Hazard& h, const char* space, uintptr_t addr) const;
-  [[noreturn]] void report_read(const char* what, const Stamp& who, const char* space) const;
-  std::string thread_name(uint64_t thread) const;
-  void hold_a_warp();
-
-  dim3 grid_, block_;
-  KernelBody body_;
-  uint64_t seed_;
-  size_t smem_bytes_;
-  unsigned char* smem_ = nullptr;
-  std::unique_ptr<CudaThread[]> threads_;
-  unsigned n_ = 0;
-  std::vector<Warp> warps_;
-  unsigned live_ = 0, at_barrier_ = 0;
-  uint3 block_idx_{0, 0, 0};
-  std::exception_ptr error_;
-  std::vector<CudaThread*> ready_;
-  // The memory checks (racecheck.h) and the adversarial schedule.
-  const CheckOptions opts_ = check_options();
-  GlobalShadow* global_;
-  SharedShadow shadow_;
-  uint64_t block_linear_ = 0;
-  uint32_t epoch_ = 0;
-  std::vector<uint32_t> wepoch_;
-  std::mt19937_64 check_rng_;
-  unsigned held_warp_ = 0, hold_rounds_ = 0;
-};
+}  // namespace
 
 void BlockRunner::thread_main(void* arg) {
   auto& t = *static_cast<CudaThread*>(arg);
@@ -311,105 +185,7 @@ void BlockRunner::warp_collective(CudaThread& t, uint32_t mask, const char* op, 
     if ((members >> l & 1) && l != lane) threads_[base + l].state = State::ready;
 }
 
-void BlockRunner::hold_a_warp() {
-  hold_rounds_ = 0;
-  if (!opts_.adversarial || warps_.size() < 2) return;
-  held_warp_ = static_cast<unsigned>(check_rng_() % warps_.size());
-  hold_rounds_ = 64;
-}
-
-// The bytes of [a, a + n) that lie in the 4-byte granule g.
-uint8_t granule_mask(uintptr_t g, uintptr_t a, size_t n) {
-  uint8_t m = 0;
-  for (unsigned i = 0; i < 4; ++i)
-    if (g + i >= a && g + i < a + n) m = static_cast<uint8_t>(m | 1u << i);
-  return m;
-}
-
-void BlockRunner::access(CudaThread& t, uintptr_t a, size_t n, Access kind, const void* pc) {
-  const bool read = kind == Access::read || kind == Access::atomic_read;
-  Stamp who;
-  who.thread = block_linear_ << 32 | t.linear;
-  who.pc = pc;
-  who.epoch = epoch_;
-  who.wepoch = wepoch_[t.linear / 32];
-  who.atomic = kind == Access::atomic || kind == Access::atomic_read;
-  bool tracked = false;
-  for (uintptr_t g = a & ~uintptr_t{3}; g < a + n; g += 4) {
-    who.mask = granule_mask(g, a, n);
-    bool is_static = false;
-    Hazard h;
-    if (Cell* c = shadow_.cell(std::max(g, a), &is_static)) {
-      tracked = true;
-      const char* space = is_static ? "static __shared__ memory" : "dynamic shared memory";
-      if (read && (c->pending & who.mask))
-        report_read("reads the destination of a cp.async before the cp.async.wait_group that completes it", who,
-                    space);
-      if (read && (c->init & who.mask) != who.mask) {
-        if (opts_.init) report_read("reads shared memory that no thread of the block has written", who, space);
-        // Poisoned as the dynamic shared memory is: the last block's values must not leak in.
-        if (is_static)
-          for (unsigned i = 0; i < 4; ++i)
-            if ((who.mask & ~c->init) >> i & 1) *reinterpret_cast<unsigned char*>(g + i) = 0xff;
-      }
-      h = record(*c, who, kind);
-      if (opts_.race && h.kind) report(h, space, std::max(g, a));
-    } else if (global_ && global_->covers(g)) {
-      tracked = true;
-      if (global_->access(g, who, kind, &h) && opts_.race && h.kind) report(h, "device memory", std::max(g, a));
-    }
-  }
-  if (!tracked) return;
-  if (kind == Access::read) t.last_load = a & ~uintptr_t{3};
-  if (kind != Access::write) return;
-  // A yield before the store lets other threads run between this thread's load and store,
-  // as a GPU interleaves warps, so a plain read-modify-write can lose updates here too.
-  unsigned per_mille = opts_.preempt_per_mille;
-  if (opts_.adversarial && t.last_load == (a & ~uintptr_t{3})) per_mille = std::max(per_mille, 500u);
-  if (per_mille && check_rng_() % 1000 < per_mille) t.fiber.yield();
-}
-
-void BlockRunner::complete_async(uintptr_t a, size_t n) {
-  for (uintptr_t g = a & ~uintptr_t{3}; g < a + n; g += 4) {
-    bool is_static = false;
-    if (Cell* c = shadow_.cell(std::max(g, a), &is_static))
-      c->pending = static_cast<uint8_t>(c->pending & ~granule_mask(g, a, n));
-  }
-}
-
-std::string BlockRunner::thread_name(uint64_t thread) const {
-  const uint64_t b = thread >> 32;
-  const unsigned i = static_cast<unsigned>(thread & 0xffffffffu);
-  const uint3 tid{i % block_.x, (i / block_.x) % block_.y, i / (block_.x * block_.y)};
-  const uint3 bid{static_cast<unsigned>(b % grid_.x), static_cast<unsigned>(b / grid_.x % grid_.y),
-                  static_cast<unsigned>(b / (uint64_t{grid_.x} * grid_.y))};
-  return detail::concat("thread ", dims(tid), " of block ", dims(bid));
-}
-
-std::string access_site(const Stamp& s) {
-  return locate_code(static_cast<const char*>(s.pc) - 1).where;
-}
-
-void BlockRunner::report(const Hazard& h, const char* space, uintptr_t addr) const {
-  const bool raw = std::strcmp(h.kind, "read-after-write") == 0, war = std::strcmp(h.kind, "write-after-read") == 0;
-  auto verb = [](const Stamp& s, bool reads) {
-    return detail::concat(reads ? "reads" : "writes", s.atomic ? " (atomically)" : "");
-  };
-  throw Error(detail::concat(
-      "cuda emulation racecheck: ", h.kind, " hazard on ", space, " at ", reinterpret_cast<const void*>(addr),
-      " in kernel ", locate_code(body_.kernel).function, ": ", thread_name(h.earlier.thread), " ",
-      verb(h.earlier, war), " it at ", access_site(h.earlier), ", then ", thread_name(h.later.thread), " ",
-      verb(h.later, raw), " it at ", access_site(h.later),
-      h.earlier.thread >> 32 != h.later.thread >> 32 ? " (different blocks: no barrier orders them)"
-                                                       : " with no __syncthreads or warp collective between them",
-      "; only two atomics may meet so"));
-}
-
-void BlockRunner::report_read(const char* what, const Stamp& who, const char* space) const {
-  throw Error(detail::concat("cuda emulation ", opts_.init ? "initcheck" : "check", ": ", thread_name(who.thread),
-                             " of kernel ", locate_code(body_.kernel).function, " ", what, " (", space, ", at ",
-                             access_site(who), ")"));
-}
+namespace {
 
 CudaThread& current_thread(const char* what) {
   if (!t_thread) throw Error(detail::concat(what, " was called outside a kernel running under the CUDA emulation"));
@@ -428,12 +204,6 @@ SeedState& seed_state() {
 }
 
 std::atomic<int> g_host_threads{0};
-std::atomic<bool> g_checks{false};  // any memory check or preemption on for the running grids
-
-void complete_async(void* dst, unsigned bytes) {
-  if (g_checks.load(std::memory_order_relaxed) && t_runner)
-    t_runner->complete_async(reinterpret_cast<uintptr_t>(dst), bytes);
-}
 
 }  // namespace
 

@@ -24,7 +24,8 @@ namespace hg::cuda::emu {
 struct KernelBody {
   void (*invoke)(const void* ctx);
   const void* ctx;
-  const void* kernel = nullptr;  // the kernel function, for the names in check reports
+  const void* kernel = nullptr;  // the kernel function and its name (may be null), for the
+  const char* name = nullptr;    // check reports
 };
 
 // Runs every block of the grid and returns when all are done (launches are synchronous).

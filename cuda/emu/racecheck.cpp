@@ -18,35 +18,15 @@ namespace hg::cuda::emu {
 
 namespace {
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
+bool flag(const char* name, const char* v) {
   if (!v || !*v || std::strcmp(v, "0") == 0) return false;
   if (std::strcmp(v, "1") == 0) return true;
   throw Error(detail::concat(name, "='", v, "' is invalid; valid: 0 or 1"));
 }
 
-CheckOptions from_env() {
-  CheckOptions o;
-  o.race = env_flag("HG_EMU_RACECHECK");
-  o.init = env_flag("HG_EMU_INITCHECK");
-  if (const char* s = std::getenv("HG_EMU_SCHEDULE"); s && *s) {
-    if (std::strcmp(s, "adversarial") == 0)
-      o.adversarial = true;
-    else if (std::strcmp(s, "random") != 0)
-      throw Error(detail::concat("HG_EMU_SCHEDULE='", s, "' is invalid; valid: random (the default) or adversarial"));
-  }
-  if (const char* s = std::getenv("HG_EMU_PREEMPT"); s && *s) {
-    char* end = nullptr;
-    const long v = std::strtol(s, &end, 10);
-    if (*end != '\0' || v < 0 || v > 1000)
-      throw Error(detail::concat("HG_EMU_PREEMPT='", s, "' is invalid; valid: stores per mille, 0 to 1000"));
-    o.preempt_per_mille = static_cast<unsigned>(v);
-  }
-  return o;
-}
-
 CheckOptions& options_storage() {
-  static CheckOptions o = from_env();
+  static CheckOptions o = parse_check_options(std::getenv("HG_EMU_RACECHECK"), std::getenv("HG_EMU_INITCHECK"),
+                                              std::getenv("HG_EMU_SCHEDULE"), std::getenv("HG_EMU_PREEMPT"));
   return o;
 }
 
@@ -59,6 +39,27 @@ bool hazard_between(const Stamp& a, const Stamp& b) {
 }  // namespace
 
 const CheckOptions& check_options() { return options_storage(); }
+
+CheckOptions parse_check_options(const char* race, const char* init, const char* schedule, const char* preempt) {
+  CheckOptions o;
+  o.race = flag("HG_EMU_RACECHECK", race);
+  o.init = flag("HG_EMU_INITCHECK", init);
+  if (schedule && *schedule) {
+    if (std::strcmp(schedule, "adversarial") == 0)
+      o.adversarial = true;
+    else if (std::strcmp(schedule, "random") != 0)
+      throw Error(detail::concat("HG_EMU_SCHEDULE='", schedule,
+                                 "' is invalid; valid: random (the default) or adversarial"));
+  }
+  if (preempt && *preempt) {
+    char* end = nullptr;
+    const long v = std::strtol(preempt, &end, 10);
+    if (*end != '\0' || v < 0 || v > 1000)
+      throw Error(detail::concat("HG_EMU_PREEMPT='", preempt, "' is invalid; valid: stores per mille, 0 to 1000"));
+    o.preempt_per_mille = static_cast<unsigned>(v);
+  }
+  return o;
+}
 void set_check_options(const CheckOptions& o) { options_storage() = o; }
 
 bool concurrent(const Stamp& a, const Stamp& b) {
@@ -90,38 +91,35 @@ Hazard record(Cell& c, const Stamp& who, Access kind) {
   return h;
 }
 
+void SharedShadow::Range::cover(uintptr_t b, uintptr_t e) {
+  begin = b;
+  end = e;
+  // Cells are an aggregate of plain values, so calloc's zero bytes are cells (generation 0:
+  // stale in every block).
+  cells.reset(static_cast<Cell*>(std::calloc((e - b) / 4 + 2, sizeof(Cell))));
+  if (!cells && e > b) throw Error("cuda emulation: out of host memory for the racecheck's shadow of shared memory");
+}
+
 void SharedShadow::attach(const void* smem, size_t smem_bytes) {
-  dynamic_.begin = reinterpret_cast<uintptr_t>(smem);
-  dynamic_.end = dynamic_.begin + (smem ? smem_bytes : 0);
-  dynamic_.cells.assign((smem_bytes + 3) / 4 + 1, Cell{});
-  // The thread-local block of the module holding this code: its static TLS, which is where
-  // `static thread_local` (the emulation's __shared__) lives for this host thread.
-  struct Found {
-    const void* code;
-    uintptr_t begin = 0, end = 0;
-  } found{reinterpret_cast<const void*>(&concurrent)};
+  dynamic_.cover(reinterpret_cast<uintptr_t>(smem), reinterpret_cast<uintptr_t>(smem) + (smem ? smem_bytes : 0));
+  // Every module's thread-local block for this host thread: `static thread_local` (the
+  // emulation's __shared__) of kernels compiled into it lives there. Only kernel code is
+  // instrumented, and it reaches thread-locals only through __shared__ and the built-in
+  // variables (excluded by the runner).
+  std::vector<std::pair<uintptr_t, uintptr_t>> blocks;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* arg) {
-        auto& f = *static_cast<Found*>(arg);
-        const auto code = reinterpret_cast<uintptr_t>(f.code);
-        const ElfW(Phdr)* tls = nullptr;
-        bool mine = false;
         for (int i = 0; i < info->dlpi_phnum; ++i) {
           const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type == PT_TLS) tls = &ph;
-          if (ph.p_type == PT_LOAD && code >= info->dlpi_addr + ph.p_vaddr &&
-              code < info->dlpi_addr + ph.p_vaddr + ph.p_memsz)
-            mine = true;
+          if (ph.p_type != PT_TLS || !info->dlpi_tls_data || ph.p_memsz == 0) continue;
+          const auto begin = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
+          static_cast<std::vector<std::pair<uintptr_t, uintptr_t>>*>(arg)->push_back({begin, begin + ph.p_memsz});
         }
-        if (!mine || !tls || !info->dlpi_tls_data) return 0;
-        f.begin = reinterpret_cast<uintptr_t>(info->dlpi_tls_data);
-        f.end = f.begin + tls->p_memsz;
-        return 1;
+        return 0;
       },
-      &found);
-  static_.begin = found.begin;
-  static_.end = found.end;
-  static_.cells.assign((found.end - found.begin + 3) / 4 + 1, Cell{});
+      &blocks);
+  static_.resize(blocks.size());
+  for (size_t i = 0; i < blocks.size(); ++i) static_[i].cover(blocks[i].first, blocks[i].second);
   excluded_.clear();
   gen_ = 0;
 }
@@ -136,13 +134,13 @@ Cell* SharedShadow::cell(uintptr_t a, bool* is_static) {
   if (a >= dynamic_.begin && a < dynamic_.end) {
     r = &dynamic_;
     *is_static = false;
-  } else if (a >= static_.begin && a < static_.end) {
+  } else {
+    for (Range& s : static_)
+      if (a >= s.begin && a < s.end) r = &s;
+    if (!r) return nullptr;
     for (const auto& [b, e] : excluded_)
       if (a >= b && a < e) return nullptr;
-    r = &static_;
     *is_static = true;
-  } else {
-    return nullptr;
   }
   // Granules are aligned to 4 bytes of the address space, so index from the aligned start.
   Cell& c = r->cells[((a & ~uintptr_t{3}) - (r->begin & ~uintptr_t{3})) / 4];
@@ -193,6 +191,8 @@ CodeLocation locate_code(const void* pc) {
   }
   auto trim = [](std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    // Build-relative paths (build/../cuda/x.cu) from the source root.
+    if (auto up = s.rfind("/../"); up != std::string::npos) s.erase(0, up + 4);
     while (s.rfind("../", 0) == 0) s.erase(0, 3);
     if (auto d = s.find(" (discriminator"); d != std::string::npos) s.erase(d);
     return s;

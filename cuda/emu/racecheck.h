@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +27,8 @@ struct CheckOptions {
   bool any() const { return race || init || adversarial || preempt_per_mille > 0; }
 };
 const CheckOptions& check_options();
+// The options from those variables' values (nullptr: unset); hg::Error names a bad one.
+CheckOptions parse_check_options(const char* race, const char* init, const char* schedule, const char* preempt);
 void set_check_options(const CheckOptions& o);  // for tests; not while a grid runs
 
 // One access: who made it and the synchronisation it had seen.
@@ -58,9 +61,10 @@ bool concurrent(const Stamp& a, const Stamp& b);
 // Records `who` accessing the granule's bytes who.mask; returns the first hazard found.
 Hazard record(Cell& c, const Stamp& who, Access kind);
 
-// Shadow cells for one host thread's blocks: the dynamic shared memory and the module's
-// thread-local block (where `__shared__` arrays live under the emulation), minus ranges
-// that hold the emulator's own thread-locals. A new generation per block forgets the last.
+// Shadow cells for one host thread's blocks: the dynamic shared memory and the modules'
+// thread-local blocks (`__shared__` arrays live there under the emulation: the library's
+// kernels in its block, test kernels in the executable's), minus the emulator's own
+// thread-locals. A new generation per block forgets the last.
 class SharedShadow {
  public:
   void attach(const void* smem, size_t smem_bytes);
@@ -70,11 +74,18 @@ class SharedShadow {
   Cell* cell(uintptr_t a, bool* is_static);
 
  private:
+  // Cells from calloc: pages the kernel never touches are never written (the static range
+  // spans every thread-local of the library).
+  struct Free {
+    void operator()(Cell* c) const { std::free(c); }
+  };
   struct Range {
     uintptr_t begin = 0, end = 0;
-    std::vector<Cell> cells;
+    std::unique_ptr<Cell[], Free> cells;
+    void cover(uintptr_t b, uintptr_t e);
   };
-  Range dynamic_, static_;
+  Range dynamic_;
+  std::vector<Range> static_;  // the thread-local blocks of the loaded modules
   std::vector<std::pair<uintptr_t, uintptr_t>> excluded_;
   uint32_t gen_ = 0;
 };
@@ -83,7 +94,7 @@ class SharedShadow {
 // kMaxCells granules are followed (the first ones touched), the rest go unchecked.
 class GlobalShadow {
  public:
-  static constexpr size_t kMaxCells = size_t{1} << 20;
+  static constexpr size_t kMaxCells = size_t{1} << 18;
   GlobalShadow();
   bool covers(uintptr_t a) const;
   // Runs record() under the granule's lock; false when the granule is not followed.
