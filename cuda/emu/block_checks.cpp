@@ -33,6 +33,7 @@ void BlockRunner::hold_a_warp() {
 }
 
 void BlockRunner::access(CudaThread& t, uintptr_t a, size_t n, Access kind, const void* pc) {
+  if (t.fiber.on_stack(a)) return;  // the thread's own locals: most accesses, never shared
   const bool read = kind == Access::read || kind == Access::atomic_read;
   Stamp who;
   who.thread = block_linear_ << 32 | t.linear;

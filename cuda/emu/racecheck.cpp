@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -91,13 +92,23 @@ Hazard record(Cell& c, const Stamp& who, Access kind) {
   return h;
 }
 
+SharedShadow::Range::~Range() {
+  if (cells) munmap(cells, bytes);
+}
+
 void SharedShadow::Range::cover(uintptr_t b, uintptr_t e) {
+  if (cells) munmap(cells, bytes);
   begin = b;
   end = e;
-  // Cells are an aggregate of plain values, so calloc's zero bytes are cells (generation 0:
-  // stale in every block).
-  cells.reset(static_cast<Cell*>(std::calloc((e - b) / 4 + 2, sizeof(Cell))));
-  if (!cells && e > b) throw Error("cuda emulation: out of host memory for the racecheck's shadow of shared memory");
+  bytes = ((e - b) / 4 + 2) * sizeof(Cell);
+  // Cells are an aggregate of plain values, so zero bytes are cells (generation 0: stale
+  // in every block).
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    cells = nullptr;
+    throw Error("cuda emulation: out of host memory for the racecheck's shadow of shared memory");
+  }
+  cells = static_cast<Cell*>(p);
 }
 
 void SharedShadow::attach(const void* smem, size_t smem_bytes) {
@@ -118,6 +129,7 @@ void SharedShadow::attach(const void* smem, size_t smem_bytes) {
         return 0;
       },
       &blocks);
+  static_.clear();
   static_.resize(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) static_[i].cover(blocks[i].first, blocks[i].second);
   excluded_.clear();

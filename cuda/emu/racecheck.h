@@ -74,14 +74,17 @@ class SharedShadow {
   Cell* cell(uintptr_t a, bool* is_static);
 
  private:
-  // Cells from calloc: pages the kernel never touches are never written (the static range
-  // spans every thread-local of the library).
-  struct Free {
-    void operator()(Cell* c) const { std::free(c); }
-  };
+  // Cells in fresh anonymous pages: zero until touched, so a launch pays only for the
+  // cells its kernel uses (the static ranges span every thread-local of the process, and
+  // a heap allocation of that size would be cleared at every launch).
   struct Range {
     uintptr_t begin = 0, end = 0;
-    std::unique_ptr<Cell[], Free> cells;
+    Cell* cells = nullptr;
+    size_t bytes = 0;
+    Range() = default;
+    Range(Range&& o) noexcept : begin(o.begin), end(o.end), cells(o.cells), bytes(o.bytes) { o.cells = nullptr; }
+    Range& operator=(Range&&) = delete;
+    ~Range();
     void cover(uintptr_t b, uintptr_t e);
   };
   Range dynamic_;

@@ -57,8 +57,10 @@ TEST_CASE("racecheck names the kernel and both accesses of a missing __syncthrea
   std::iota(values.begin(), values.end(), 1);
   const std::string msg = error_of([&] { block_sums(values, 256, true); });
   INFO(msg);
-  REQUIRE_THAT(msg, Contains("racecheck: read-after-write hazard on static __shared__ memory") &&
-                        Contains("in kernel block_sum_kernel") && Contains("of block (0,0,0)") &&
+  // Which of the two accesses comes first depends on the schedule: a neighbour's read
+  // before the write, or the write before the read.
+  REQUIRE_THAT(msg, (Contains("racecheck: read-after-write hazard") || Contains("racecheck: write-after-read hazard")) &&
+                        Contains("on static __shared__ memory") && Contains("in kernel block_sum_kernel") &&
                         Contains("HG_EMU_SEED="));
   REQUIRE(sites_in(msg, "tests/cuda/block_kernels.cu") == 2);
   // With the barrier the same reduction is clean and right: 1 + ... + 256 per block.
