@@ -3,7 +3,9 @@
 # emulation could not see before its memory checks; `expect`: a regular expression the
 # failing run's output must contain (the check that must catch it); `equivalent`: a
 # rewrite that changes no behaviour, which must pass without any report.
-BMM = "bmm on tensor cores reads both layouts of each operand"
+# Every mode (ldmatrix and plain fragment loads) and K up to 257, so the GEMM main loop
+# runs several k steps and loads the next stage in it (the test program's own GEMM kernels).
+BMM = "mma_gemm matches the f64 product on odd shapes with both tile configs"
 UNSCALE = "the multi-tensor unscale on cuda matches the CPU, counts and flag included"
 NUMERICS = "numerics statistics on cuda equal the CPU's"
 BATCH_NORM = "cuda batch_norm kernels equal the CPU's"

@@ -50,10 +50,11 @@ void BlockRunner::access(CudaThread& t, uintptr_t a, size_t n, Access kind, cons
       tracked = true;
       const char* space = is_static ? "static __shared__ memory" : "dynamic shared memory";
       if (read && (c->pending & who.mask))
-        report_read("reads the destination of a cp.async before the cp.async.wait_group that completes it", who,
-                    space);
+        report_read("cp.async check",
+                    "reads the destination of a cp.async before the cp.async.wait_group that completes it", who, space);
       if (read && (c->init & who.mask) != who.mask) {
-        if (opts_.init) report_read("reads shared memory that no thread of the block has written", who, space);
+        if (opts_.init)
+          report_read("initcheck", "reads shared memory that no thread of the block has written", who, space);
         // Poisoned as the dynamic shared memory is: the last block's values must not leak in.
         if (is_static)
           for (unsigned i = 0; i < 4; ++i)
@@ -112,8 +113,8 @@ void BlockRunner::report(const Hazard& h, const char* space, uintptr_t addr) con
       "; only two atomics may meet so"));
 }
 
-void BlockRunner::report_read(const char* what, const Stamp& who, const char* space) const {
-  throw Error(detail::concat("cuda emulation ", opts_.init ? "initcheck" : "check", ": ", thread_name(who.thread),
+void BlockRunner::report_read(const char* check, const char* what, const Stamp& who, const char* space) const {
+  throw Error(detail::concat("cuda emulation ", check, ": ", thread_name(who.thread),
                              " of kernel ", kernel_name(), " ", what, " (", space, ", at ",
                              access_site(who), ")"));
 }

@@ -124,7 +124,7 @@ class BlockRunner {
   static void thread_main(void* arg);
   [[noreturn]] void deadlock();
   [[noreturn]] void report(const Hazard& h, const char* space, uintptr_t addr) const;
-  [[noreturn]] void report_read(const char* what, const Stamp& who, const char* space) const;
+  [[noreturn]] void report_read(const char* check, const char* what, const Stamp& who, const char* space) const;
   std::string thread_name(uint64_t thread) const;
   std::string kernel_name() const;
   void hold_a_warp();

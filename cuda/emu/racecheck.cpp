@@ -193,12 +193,18 @@ CodeLocation locate_code(const void* pc) {
   const auto offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase);
   char cmd[4200];
   std::snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%zx 2>/dev/null", info.dli_fname, offset);
-  std::string function, where;
+  std::string function, where, caller;
   if (FILE* p = popen(cmd, "r")) {
     char line[4096];
-    // Pairs of lines, innermost inlined frame first: function, then file:line.
-    if (std::fgets(line, sizeof line, p)) function = line;
-    if (std::fgets(line, sizeof line, p)) where = line;
+    // Pairs of lines, innermost inlined frame first: function, then file:line. The first
+    // frame outside cuda/primitives/ is the kernel line that used the primitive.
+    for (int i = 0; std::fgets(line, sizeof line, p); ++i) {
+      if (i == 0) function = line;
+      if (i == 1) where = line;
+      if (i % 2 == 1 && i > 1 && caller.empty() && where.find("cuda/primitives/") != std::string::npos &&
+          std::string(line).find("cuda/primitives/") == std::string::npos)
+        caller = line;
+    }
     pclose(p);
   }
   auto trim = [](std::string s) {
@@ -210,6 +216,7 @@ CodeLocation locate_code(const void* pc) {
     return s;
   };
   CodeLocation loc{trim(function), trim(where)};
+  if (!caller.empty()) loc.where += " (called from " + trim(caller) + ")";
   if (loc.function.empty() || loc.function[0] == '?') loc.function = "?";
   if (loc.where.empty() || loc.where[0] == '?')
     loc.where = detail::concat(info.dli_fname, "+", reinterpret_cast<const void*>(offset));
