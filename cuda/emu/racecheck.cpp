@@ -74,7 +74,7 @@ bool concurrent(const Stamp& a, const Stamp& b) {
 Hazard record(Cell& c, const Stamp& who, Access kind) {
   Hazard h;
   if (!is_write(kind)) {
-    if (hazard_between(c.w, who)) h = {"read-after-write", c.w, who, 0};
+    if (hazard_between(c.w, who)) h = {"read-after-write", c.w, who};
     // Keep two readers that could race with a later writer: any writer differs from one.
     Stamp* slot = &c.r[0];
     if (c.r[0].valid() && c.r[0].thread != who.thread && concurrent(c.r[0], who))
@@ -82,9 +82,9 @@ Hazard record(Cell& c, const Stamp& who, Access kind) {
     if (slot) *slot = who;
     return h;
   }
-  if (hazard_between(c.w, who)) h = {"write-after-write", c.w, who, 0};
+  if (hazard_between(c.w, who)) h = {"write-after-write", c.w, who};
   for (const Stamp& r : c.r)
-    if (!h.kind && hazard_between(r, who)) h = {"write-after-read", r, who, 0};
+    if (!h.kind && hazard_between(r, who)) h = {"write-after-read", r, who};
   c.w = who;
   c.r[0] = c.r[1] = Stamp{};
   c.init |= who.mask;

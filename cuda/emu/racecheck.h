@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,7 +52,6 @@ struct Cell {
 struct Hazard {
   const char* kind = nullptr;  // nullptr: none
   Stamp earlier, later;
-  uintptr_t addr = 0;
 };
 
 // The rule: can two accesses by these threads happen in either order on a GPU?
