@@ -42,7 +42,7 @@ void launch(void (*kernel)(Params...), const LaunchConfig& cfg, Args&&... args) 
                    const Call& c = *static_cast<const Call*>(ctx);
                    std::apply(c.kernel, c.params);
                  },
-                 &call});
+                 &call, reinterpret_cast<const void*>(kernel), cfg.name});
 #else
   // The opt-in is per kernel and device, and a driver call: made when a launch needs more
   // than the kernel was last given there, not on every launch.

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cuda/emu/executor.h"
+#include "cuda/emu/racecheck.h"
 #include "cuda/primitives/mma_layout.h"
 #include "framework/bfloat16.h"
 #include "framework/error.h"
@@ -222,6 +223,8 @@ void ldmatrix(unsigned matrices, bool trans, const void* row_address, uint32_t* 
       {"ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}};
   const int k = matrices == 1 ? 0 : matrices == 2 ? 1 : 2;
+  // The lanes that give a row address read its 16 bytes (the memory checks see them).
+  if (lane_id() < 8 * matrices) memory_access(row_address, 16, Access::read, __builtin_return_address(0));
   uint32_t out[4];
   warp_collective(0xffffffffu, names[trans][k], table[trans][k], &row_address, out);
   std::memcpy(regs, out, 4 * matrices);

@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/emu/block_runner.h"
 #include "cuda/emu/fiber.h"
+#include "cuda/emu/racecheck.h"
 #include "framework/error.h"
 
 thread_local uint3 threadIdx{0, 0, 0};
@@ -27,45 +29,13 @@ thread_local dim3 gridDim{1, 1, 1};
 
 namespace hg::cuda::emu {
 
+using namespace runner;
+
+thread_local BlockRunner* runner::t_runner = nullptr;
+thread_local CudaThread* runner::t_thread = nullptr;
+std::atomic<bool> runner::g_checks{false};
+
 namespace {
-
-enum class State : uint8_t { ready, barrier, warp, done };
-
-struct PendingCopy {
-  void* dst;
-  const void* src;
-  unsigned cp_bytes, src_bytes;
-};
-
-struct CudaThread {
-  Fiber fiber;
-  uint3 idx{0, 0, 0};
-  unsigned linear = 0;
-  State state = State::ready;
-  const char* waiting_op = nullptr;
-  uint32_t waiting_mask = 0;
-  std::vector<PendingCopy> uncommitted;
-  std::deque<std::vector<PendingCopy>> committed;  // oldest group first
-};
-
-struct WarpGroup {
-  uint32_t mask = 0, arrived = 0;
-  const char* op = nullptr;
-  Combine combine = nullptr;
-  LaneSlot lanes[32] = {};
-};
-
-struct Warp {
-  uint32_t present = 0;  // lanes that exist (the last warp of a block may be partial)
-  std::vector<WarpGroup> groups;
-};
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 std::string hex(uint32_t v) {
   std::ostringstream os;
@@ -73,9 +43,8 @@ std::string hex(uint32_t v) {
   return os.str();
 }
 
-std::string dims(uint3 d) { return detail::concat("(", d.x, ",", d.y, ",", d.z, ")"); }
-
 void perform(const PendingCopy& c) {
+  complete_async(c.dst, c.cp_bytes);
   std::memcpy(c.dst, c.src, c.src_bytes);
   std::memset(static_cast<char*>(c.dst) + c.src_bytes, 0, c.cp_bytes - c.src_bytes);
 }
@@ -88,73 +57,7 @@ void drain_copies(CudaThread& t) {
   t.uncommitted.clear();
 }
 
-class BlockRunner;
-thread_local BlockRunner* t_runner = nullptr;
-thread_local CudaThread* t_thread = nullptr;
-
-// One host thread's share of a launch: fibers for one block, reused block after block.
-class BlockRunner {
- public:
-  BlockRunner(dim3 grid, dim3 block, size_t smem_bytes, KernelBody body, uint64_t seed)
-      : grid_(grid), block_(block), body_(body), seed_(seed), smem_bytes_(smem_bytes) {
-    const unsigned n = block.x * block.y * block.z;
-    threads_ = std::make_unique<CudaThread[]>(n);
-    n_ = n;
-    for (unsigned i = 0; i < n; ++i) {
-      CudaThread& t = threads_[i];
-      t.linear = i;
-      t.idx = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-    }
-    warps_.resize((n + 31) / 32);
-    for (unsigned w = 0; w < warps_.size(); ++w) {
-      const unsigned lanes = std::min(32u, n - 32 * w);
-      warps_[w].present = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-    }
-    // Exactly the requested size, so AddressSanitizer reports an access past its end.
-    if (smem_bytes) smem_ = static_cast<unsigned char*>(::operator new(smem_bytes, std::align_val_t{128}));
-    t_runner = this;
-  }
-  ~BlockRunner() {
-    if (smem_) ::operator delete(smem_, std::align_val_t{128});
-    t_runner = nullptr;
-    blockIdx = {0, 0, 0};
-    blockDim = gridDim = dim3{1, 1, 1};
-  }
-  BlockRunner(const BlockRunner&) = delete;
-  BlockRunner& operator=(const BlockRunner&) = delete;
-
-  void run(uint64_t b);
-
-  void arrive_at_barrier(CudaThread& t) {
-    t.state = State::barrier;
-    ++at_barrier_;
-    t.fiber.yield();
-  }
-  void warp_collective(CudaThread& t, uint32_t mask, const char* op, Combine combine, const void* in, void* out);
-  void* smem() const { return smem_; }
-  void record_error(std::exception_ptr e) { error_ = e; }
-  std::string where() const {
-    return detail::concat("in block ", dims(block_idx_), " of grid ", dims(grid_), " with blocks of ", dims(block_),
-                          "; replay this schedule with HG_EMU_SEED=", seed_);
-  }
-
- private:
-  static void thread_main(void* arg);
-  [[noreturn]] void deadlock();
-
-  dim3 grid_, block_;
-  KernelBody body_;
-  uint64_t seed_;
-  size_t smem_bytes_;
-  unsigned char* smem_ = nullptr;
-  std::unique_ptr<CudaThread[]> threads_;
-  unsigned n_ = 0;
-  std::vector<Warp> warps_;
-  unsigned live_ = 0, at_barrier_ = 0;
-  uint3 block_idx_{0, 0, 0};
-  std::exception_ptr error_;
-  std::vector<CudaThread*> ready_;
-};
+}  // namespace
 
 void BlockRunner::thread_main(void* arg) {
   auto& t = *static_cast<CudaThread*>(arg);
@@ -177,11 +80,18 @@ void BlockRunner::run(uint64_t b) {
   // that reads it before writing it fail visibly.
   if (smem_) std::memset(smem_, 0xff, smem_bytes_);
   for (auto& w : warps_) w.groups.clear();
+  block_linear_ = b;
+  epoch_ = 0;
+  std::fill(wepoch_.begin(), wepoch_.end(), 0u);
+  shadow_.new_block();
+  check_rng_.seed(splitmix(seed_ ^ splitmix(~b)));
+  hold_a_warp();
   for (unsigned i = 0; i < n_; ++i) {
     CudaThread& t = threads_[i];
     t.state = State::ready;
     t.uncommitted.clear();
     t.committed.clear();
+    t.last_load = 0;
     t.fiber.start(&BlockRunner::thread_main, &t);
   }
   live_ = n_;
@@ -196,7 +106,15 @@ void BlockRunner::run(uint64_t b) {
       for (unsigned i = 0; i < n_; ++i)
         if (threads_[i].state == State::barrier) threads_[i].state = State::ready;
       at_barrier_ = 0;
+      ++epoch_;
+      hold_a_warp();
       continue;
+    }
+    if (hold_rounds_ > 0) {  // the held warp runs only when no other thread can
+      --hold_rounds_;
+      auto held = std::stable_partition(ready_.begin(), ready_.end(),
+                                        [&](const CudaThread* t) { return t->linear / 32 != held_warp_; });
+      if (held != ready_.begin()) ready_.erase(held, ready_.end());
     }
     std::shuffle(ready_.begin(), ready_.end(), rng);
     for (CudaThread* t : ready_) {
@@ -260,11 +178,14 @@ void BlockRunner::warp_collective(CudaThread& t, uint32_t mask, const char* op, 
   }
   const WarpGroup done = *g;
   w.groups.erase(g);
+  ++wepoch_[t.linear / 32];
   done.combine(done.lanes, members);
   const unsigned base = t.linear - lane;
   for (unsigned l = 0; l < 32; ++l)
     if ((members >> l & 1) && l != lane) threads_[base + l].state = State::ready;
 }
+
+namespace {
 
 CudaThread& current_thread(const char* what) {
   if (!t_thread) throw Error(detail::concat(what, " was called outside a kernel running under the CUDA emulation"));
@@ -346,13 +267,17 @@ void run_grid(dim3 grid, dim3 block, size_t dynamic_smem_bytes, KernelBody body)
     st.announced = true;
   }
   const int workers = static_cast<int>(std::min<uint64_t>(static_cast<uint64_t>(host_threads()), blocks));
+  const bool checks = check_options().any();
+  g_checks = checks;
+  std::unique_ptr<GlobalShadow> global;
+  if (checks && check_options().race) global = std::make_unique<GlobalShadow>();
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::mutex error_mu;
   std::exception_ptr error;
   auto work = [&] {
     try {
-      BlockRunner runner(grid, block, dynamic_smem_bytes, body, s);
+      BlockRunner runner(grid, block, dynamic_smem_bytes, body, s, global.get());
       while (!stop.load(std::memory_order_relaxed)) {
         const uint64_t b = next.fetch_add(1);
         if (b >= blocks) break;
@@ -372,6 +297,11 @@ void run_grid(dim3 grid, dim3 block, size_t dynamic_smem_bytes, KernelBody body)
 }
 
 bool in_kernel() { return t_thread != nullptr; }
+
+void memory_access(const void* addr, size_t n, Access kind, const void* pc) {
+  if (!g_checks.load(std::memory_order_relaxed) || !t_thread) return;
+  t_runner->access(*t_thread, reinterpret_cast<uintptr_t>(addr), n, kind, pc);
+}
 
 void block_barrier() { t_runner->arrive_at_barrier(current_thread("__syncthreads")); }
 
@@ -400,6 +330,10 @@ void cp_async(void* dst, const void* src, unsigned cp_bytes, unsigned src_bytes)
   if (reinterpret_cast<uintptr_t>(dst) % cp_bytes || reinterpret_cast<uintptr_t>(src) % cp_bytes)
     fail(detail::concat("cp.async: addresses must be aligned to the copy size ", cp_bytes, " bytes, got dst ", dst,
                         " and src ", src));
+  if (g_checks.load(std::memory_order_relaxed)) {  // the copy writes its destination from now until the wait
+    t_runner->access(t, reinterpret_cast<uintptr_t>(dst), cp_bytes, Access::async_write, __builtin_return_address(0));
+    t_runner->access(t, reinterpret_cast<uintptr_t>(src), src_bytes, Access::read, __builtin_return_address(0));
+  }
   t.uncommitted.push_back({dst, src, cp_bytes, src_bytes});
 }
 

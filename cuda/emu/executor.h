@@ -24,6 +24,8 @@ namespace hg::cuda::emu {
 struct KernelBody {
   void (*invoke)(const void* ctx);
   const void* ctx;
+  const void* kernel = nullptr;  // the kernel function and its name (may be null), for the
+  const char* name = nullptr;    // check reports
 };
 
 // Runs every block of the grid and returns when all are done (launches are synchronous).
@@ -64,5 +66,11 @@ void warp_collective(uint32_t mask, const char* op, Combine combine, const void*
 void cp_async(void* dst, const void* src, unsigned cp_bytes, unsigned src_bytes);
 void cp_async_commit();
 void cp_async_wait(unsigned groups_left_pending);
+
+// Every load, store and atomic of kernel code (cuda/emu/memory_hooks.cpp), `pc` the
+// instruction after it: the racecheck/initcheck of cuda/emu/racecheck.h and the seeded
+// preemption at stores, when enabled; otherwise (or outside a kernel) nothing.
+enum class Access : uint8_t;
+void memory_access(const void* addr, size_t n, Access kind, const void* pc);
 
 }  // namespace hg::cuda::emu

@@ -3,10 +3,15 @@
 // are announced to AddressSanitizer so the emulation runs clean under -fsanitize=address.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace hg::cuda::emu {
 
 void fiber_main();  // the first frame of every fiber (internal)
+
+// Bytes of stack per CUDA thread. Kernel frames are small (fragments, a few tile
+// registers); under AddressSanitizer frames grow with their redzones, hence the margin.
+inline constexpr size_t kFiberStackBytes = 256 * 1024;
 
 class Fiber {
  public:
@@ -23,6 +28,7 @@ class Fiber {
   // Called on the fiber: returns to the scheduler; resume() continues after this call.
   void yield();
   bool finished() const { return finished_; }
+  bool on_stack(uintptr_t a) const { return a - reinterpret_cast<uintptr_t>(stack_) < kFiberStackBytes; }
 
  private:
   friend void fiber_main();
@@ -39,9 +45,5 @@ class Fiber {
   const void* scheduler_bottom_ = nullptr;
   size_t scheduler_size_ = 0;
 };
-
-// Bytes of stack per CUDA thread. Kernel frames are small (fragments, a few tile
-// registers); under AddressSanitizer frames grow with their redzones, hence the margin.
-inline constexpr size_t kFiberStackBytes = 256 * 1024;
 
 }  // namespace hg::cuda::emu

@@ -276,6 +276,15 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 
 namespace hg::cuda::emu {
 
+std::vector<std::pair<uintptr_t, uintptr_t>> device_ranges() {
+  DeviceMemory& m = memory();
+  std::lock_guard<std::mutex> lock(m.mu);
+  std::vector<std::pair<uintptr_t, uintptr_t>> out;
+  out.reserve(m.blocks.size());
+  for (const auto& [begin, b] : m.blocks) out.emplace_back(begin, begin + b.size);
+  return out;
+}
+
 cudaError_t begin_launch(cudaStream_t stream) {
   if (stream && stream->device != t_device) return fail(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(memory().mu);

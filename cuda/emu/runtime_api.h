@@ -6,6 +6,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 struct uint3 {
   unsigned int x, y, z;
@@ -123,4 +125,6 @@ size_t launches(int device);
 int device_of(const void* p);
 // Records err as the thread's last error (as a failed launch does) and returns it.
 cudaError_t set_last_error(cudaError_t err);
+// Every live allocation as [begin, end) addresses (the racecheck's device memory).
+std::vector<std::pair<uintptr_t, uintptr_t>> device_ranges();
 }  // namespace hg::cuda::emu

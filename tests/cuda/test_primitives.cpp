@@ -13,6 +13,9 @@
 #include "framework/half.h"
 #include "tests/cuda/test_kernels.h"
 #include "tests/devices.h"
+#ifdef HG_CUDA_EMULATION
+#include "tests/cuda/check_guard.h"
+#endif
 
 using namespace hg::test::kernels;
 
@@ -222,6 +225,10 @@ TEST_CASE("ballot, all and any over full and partial member masks", "[cuda][emu]
 
 TEST_CASE("cp.async copies land by their wait_group, with zero fill", "[cuda][emu][primitives]") {
   HG_REQUIRE_CUDA();
+#ifdef HG_CUDA_EMULATION
+  // The kernel reads destinations before their wait on purpose; the checks would report it.
+  hg::test::CheckGuard no_checks(hg::cuda::emu::CheckOptions{});
+#endif
   std::mt19937 rng(3);
   std::vector<uint32_t> src(32 * 12);
   for (auto& v : src) v = rng();
