@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "framework/grad_ready.h"
 #include "ops/elementwise.h"
 
 namespace hg {
@@ -95,6 +96,7 @@ TensorList AccumulateGrad::apply(const TensorList& grads) {
   } else {
     cur = add(cur, g.to(cur.dtype())).detach();
   }
+  autograd::detail::notify_grad_ready(leaf);
   return {};
 }
 
