@@ -4,6 +4,8 @@
 #include "framework/dist/ddp.h"
 
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "framework/bfloat16.h"
 #include "framework/error.h"
@@ -47,23 +49,27 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared
         group_->broadcast(t, 0);
       }
   }
-  // Reverse registration order approximates the order backward produces gradients in.
+  // Reverse registration order approximates the order backward produces gradients in;
+  // each dtype fills its own open bucket (amp-master mixes f16 convolutions with f32
+  // BatchNorm parameters, which would otherwise cut a bucket at every switch).
   const int64_t cap = static_cast<int64_t>(options_.bucket_mb * 1024 * 1024);
   bucket_of_.assign(params_.size(), -1);
   arrived_.assign(params_.size(), false);
-  int64_t bytes = 0;
+  std::map<DType, std::pair<int, int64_t>> open;  // dtype -> (its bucket being filled, bytes in it)
   for (int i = static_cast<int>(params_.size()) - 1; i >= 0; --i) {
     DType wire = options_.compress ? *options_.compress : params_[i].dtype();
     int64_t nb = params_[i].numel() * static_cast<int64_t>(dtype_size(wire));
-    if (buckets_.empty() || buckets_.back().dtype != wire || (bytes + nb > cap && !buckets_.back().params.empty())) {
+    auto it = open.find(wire);
+    if (it == open.end() || it->second.second + nb > cap) {
       buckets_.emplace_back();
       buckets_.back().dtype = wire;
-      bytes = 0;
+      it = open.insert_or_assign(wire, std::make_pair(static_cast<int>(buckets_.size()) - 1, int64_t{0})).first;
     }
-    buckets_.back().params.push_back(i);
-    buckets_.back().numel += params_[i].numel();
-    bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
-    bytes += nb;
+    Bucket& b = buckets_[it->second.first];
+    b.params.push_back(i);
+    b.numel += params_[i].numel();
+    bucket_of_[i] = it->second.first;
+    it->second.second += nb;
     stats_.bytes_per_step += nb;
   }
   stats_.buckets = static_cast<int64_t>(buckets_.size());
