@@ -34,8 +34,9 @@ class ProcessGroup {
   virtual std::string backend() const = 0;  // "single", "mpi"
 
   // In place on a contiguous tensor, identical shape/dtype on every rank. f16/bf16 travel
-  // in their own 2 bytes and are combined in f32, rounding once per combination (once in
-  // all for 2 ranks); avg is sum then divide by size(), rounded once. i64/b8 refuse avg.
+  // in their own 2 bytes; two values are combined in f64 and rounded once (for 2 ranks the
+  // correctly rounded sum). avg is that sum divided by size() and rounded again (exact for
+  // power-of-two sizes unless subnormal). i64 refuses avg; b8 takes only max and min.
   virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
   // Starts the all-reduce and returns at once; `t` must not be touched until wait().
   virtual std::unique_ptr<Work> all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
