@@ -142,10 +142,10 @@ int main(int argc, char** argv) {
     return flags.exit_code;
   }
   Config cfg = flags.config;
-  prepare_distributed(cfg);  // under mpirun: join the job, split cores, rank 0 reports
   // Exit 2 with a message for every failure: the library throws hg::Error, and what else
   // escapes (std::filesystem_error, std::bad_alloc) must not become an abort either.
   try {
+    prepare_distributed(cfg);  // under mpirun: join the job, split cores, rank 0 reports
     return run(cfg, flags.overwrite);
   } catch (const Error& e) {
     std::fprintf(stderr, "segbench: %s\n", e.what());
