@@ -232,6 +232,7 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
     st.result.scale = scale_.clone();
   }
   if (!grads.empty()) unscale_and_check_stub(device_, grads, inv, st.result.found_inf, st.result.nonfinite_counts);
+  if (found_inf_reducer_) found_inf_reducer_(st.result.found_inf);
   for (const Tensor& g : grads) g.bump_version();  // unscaled in place
   st.stage = Stage::unscaled;
   forget_scaled(opt);

@@ -8,6 +8,7 @@
 // Extensions (off by default): hysteresis h backs off only on the h-th overflow since
 // the last growth (Megatron's rule); min_scale/max_scale bound the scale.
 #pragma once
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -86,6 +87,13 @@ class GradScaler {
   // thread (the clipping guard asks every live scaler).
   bool holds_scaled_grad(const Tensor& param) const;
 
+  // Data-parallel training: called with each optimizer's found-inf flag (0-d f32) as soon
+  // as unscale_ has computed it, before the skip decision, on every rank (even one whose
+  // parameters have no gradient). dist::agree_on_overflow installs an all-reduce (max) so
+  // all ranks skip the same steps and keep the same scale. Null removes it.
+  using FoundInfReducer = std::function<void(Tensor& found_inf)>;
+  void set_found_inf_reducer(FoundInfReducer r) { found_inf_reducer_ = std::move(r); }
+
   // PyTorch's keys ("scale", "_growth_tracker", "growth_factor", "backoff_factor",
   // "growth_interval") plus this scaler's extensions. A disabled scaler saves {} and
   // loads only that back (as PyTorch: it ignores what it is given). Loading checks
@@ -116,6 +124,7 @@ class GradScaler {
   // threads read it through the clipping guard, hence the lock.
   mutable std::mutex scaled_mu_;
   std::unordered_map<const TensorImpl*, std::weak_ptr<TensorImpl>> scaled_;
+  FoundInfReducer found_inf_reducer_;
   Tensor scaled_at_;  // a copy of the scale they carry, for the guard's message (update() changes scale_)
 };
 

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "framework/profiler_hook.h"
+#include "framework/grad_ready.h"
 #include "ops/elementwise.h"
 
 namespace hg {
@@ -96,6 +97,7 @@ TensorList AccumulateGrad::apply(const TensorList& grads) {
   } else {
     cur = add(cur, g.to(cur.dtype())).detach();
   }
+  autograd::detail::notify_grad_ready(leaf);
   return {};
 }
 

@@ -16,6 +16,7 @@
 #include "framework/serialize/atomic_write.h"
 #include "bench/segbench/compare_run.h"
 #include "bench/segbench/diagnosis.h"
+#include "bench/segbench/distributed.h"
 #include "bench/segbench/flags.h"
 #include "bench/segbench/preflight.h"
 #include "bench/segbench/report.h"
@@ -90,6 +91,7 @@ int run(Config& cfg, bool overwrite) {
 #else
   report.machine.build_type = "debug";
 #endif
+  report.machine.ranks = num_ranks();
   std::printf("segbench: profile %s, %lld steps x %lld images of %lldx%lld, U-Net width %lld, on %s (%d threads)\n",
               cfg.profile.c_str(), static_cast<long long>(cfg.steps), static_cast<long long>(cfg.batch),
               static_cast<long long>(cfg.size), static_cast<long long>(cfg.size), static_cast<long long>(cfg.width),
@@ -143,6 +145,7 @@ int main(int argc, char** argv) {
   // Exit 2 with a message for every failure: the library throws hg::Error, and what else
   // escapes (std::filesystem_error, std::bad_alloc) must not become an abort either.
   try {
+    prepare_distributed(cfg);  // under mpirun: join the job, split cores, rank 0 reports
     return run(cfg, flags.overwrite);
   } catch (const Error& e) {
     std::fprintf(stderr, "segbench: %s\n", e.what());
@@ -153,5 +156,5 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::fprintf(stderr, "segbench: stopped by an unknown exception\n");
   }
-  return 2;
+  return end_rank(2);
 }

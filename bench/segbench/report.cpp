@@ -17,6 +17,7 @@
 #include "bench/segbench/json_writer.h"
 #include "bench/segbench/png.h"
 #include "bench/segbench/report_parts.h"
+#include "bench/segbench/scaling.h"
 #include "framework/error.h"
 #include "framework/serialize/atomic_write.h"
 
@@ -111,6 +112,7 @@ std::string json_report(const Report& r) {
   j.key("machine").begin_object();
   j.field("cpu_model", m.cpu_model).field("threads", m.threads).field("gpu", m.gpu);
   j.field("compiler", m.compiler).field("build_type", m.build_type);
+  j.field("ranks", m.ranks).field("scaling", scaling_line(r));  // runs' images_per_s are per rank
   j.end_object();
   j.field("target_dice", r.target_dice);
   j.key("runs").begin_array();

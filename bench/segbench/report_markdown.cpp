@@ -9,6 +9,7 @@
 #include "bench/segbench/report.h"
 #include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
+#include "bench/segbench/scaling.h"
 
 namespace hg::segbench {
 
@@ -202,6 +203,7 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
      << (r.runs.size() == 1 ? "" : "s") << "\n\n"
      << "- **Machine:** " << machine_text(r) << "\n"
      << "- **Config:** " << config_text(r) << "\n"
+     << "- **Data-parallel:** " << scaling_line(r) << "\n"
      << "- **Validation:** " << validation_text(r) << "\n\n"
      << "## Summary\n\n" << summary_table(r) << "\n" << steps_to_target_text(r) << "\n\n## Diagnosis\n";
   for (const RunResult& run : r.runs) {

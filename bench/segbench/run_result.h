@@ -105,6 +105,7 @@ struct Machine {
   int threads = 0;
   std::string gpu;  // "" when none
   std::string compiler, build_type;
+  int ranks = 1;  // data-parallel processes (mpirun -np N); Config::batch and images_per_s are per rank
 };
 
 struct Report {

@@ -16,6 +16,7 @@
 #include "amp/autocast.h"
 #include "amp/fp32_fallback.h"
 #include "amp/grad_scaler.h"
+#include "bench/segbench/distributed.h"
 #include "amp/master_weights.h"
 #include "amp/numerics_monitor.h"
 #include "amp/policy.h"
@@ -152,6 +153,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   so.enabled = rc.loss_scaling;
   so.growth_interval = cfg.growth_interval;
   amp::GradScaler scaler(so, device);
+  const auto ddp = attach_distributed(model, scaler);  // null with one process
   const DType input_dtype = rc.policy.params == f32 ? f32 : rc.policy.params;
   std::optional<amp::NumericsMonitor> monitor;
   if (cfg.monitor_every > 0) monitor.emplace(model, amp::MonitorOptions{.every = cfg.monitor_every});
@@ -163,7 +165,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   reset_peak_memory(device);
   auto fetch = [&](int64_t step) {
     omp_set_num_threads(1);  // the training loop owns the cores; this thread only prepares data
-    return make_batch(cfg.seed, 0, static_cast<uint64_t>(step * cfg.batch), cfg.batch, cfg.size);
+    return make_batch(cfg.seed, 0, first_image_of(step, cfg.batch), cfg.batch, cfg.size);
   };
   std::future<Batch> next = std::async(std::launch::async, fetch, 0);
   const auto start = Clock::now();

@@ -11,10 +11,13 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
     : dataset_(std::move(dataset)), options_(o) {
   HG_CHECK(dataset_, "DataLoader: no dataset");
   HG_CHECK(o.batch_size > 0, "DataLoader: batch_size must be positive, got ", o.batch_size);
+  HG_CHECK(o.num_shards >= 1 && o.shard >= 0 && o.shard < o.num_shards, "DataLoader: shard ", o.shard, " of ",
+           o.num_shards, " shards does not exist (valid: 0 <= shard < num_shards, num_shards >= 1)");
 }
 
 int64_t DataLoader::batches_per_epoch() const {
   const int64_t n = dataset_->size(), b = options_.batch_size;
+  if (options_.num_shards > 1) return n / (b * options_.num_shards);
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
@@ -35,7 +38,7 @@ Tensor DataLoader::epoch_order(int64_t epoch) const {
 Tensor DataLoader::batch_indices(int64_t epoch, int64_t batch) const {
   HG_CHECK(epoch >= 0 && batch >= 0 && batch < batches_per_epoch(), "DataLoader: batch ", batch, " of epoch ", epoch,
            " does not exist (", batches_per_epoch(), " batches per epoch)");
-  const int64_t start = batch * options_.batch_size;
+  const int64_t start = (batch * options_.num_shards + options_.shard) * options_.batch_size;
   const int64_t len = std::min(options_.batch_size, dataset_->size() - start);
   return epoch_order(epoch).narrow(0, start, len);
 }

@@ -20,6 +20,13 @@ struct DataLoaderOptions {
   bool shuffle = true;     // a new permutation each epoch; false: 0, 1, 2, ...
   bool drop_last = false;  // drop a last batch smaller than batch_size
   uint64_t seed = 0;       // the permutation of epoch e is randperm from Generator(seed) at draw e
+  // Data-parallel sharding: batch b of an epoch is one global batch of batch_size x
+  // num_shards examples of the shared order, of which shard `shard` (the rank) takes the
+  // shard-th slice. Every shard then steps through the same (epoch, batch) positions, so a
+  // saved position resumes all ranks; a last global batch that cannot fill every shard is
+  // dropped (all ranks must take equal steps).
+  int64_t num_shards = 1;
+  int64_t shard = 0;
 };
 
 struct LoaderState {

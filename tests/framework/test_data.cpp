@@ -108,3 +108,21 @@ TEST_CASE("DataLoader's state_dict goes through a checkpoint and resumes the sam
   CHECK(other_seed.state().batch == 0);
   CHECK_THROWS_WITH(b.load_state_dict({}), Catch::Contains("expected a 0-d i64 tensor 'epoch'"));
 }
+
+TEST_CASE("DataLoader shards: each rank's batch is its slice of the one-process global batch", "[data][dist]") {
+  auto ds = std::make_shared<data::TensorDataset>(arange(0, 23, 1, {f32}).reshape({23, 1}), arange(0, 23, 1, {i64}));
+  data::DataLoader whole(ds, {.batch_size = 6, .seed = 4});
+  data::DataLoader s0(ds, {.batch_size = 3, .seed = 4, .num_shards = 2, .shard = 0});
+  data::DataLoader s1(ds, {.batch_size = 3, .seed = 4, .num_shards = 2, .shard = 1});
+  // 23 examples make 3 full global batches of 6; the 5 left over cannot fill both shards.
+  CHECK(s0.batches_per_epoch() == 3);
+  for (int b = 0; b < 3; ++b) {
+    std::vector<int64_t> all = whole.batch_indices(0, b).to_vector<int64_t>();
+    std::vector<int64_t> a = s0.next()->target.to_vector<int64_t>(), c = s1.next()->target.to_vector<int64_t>();
+    CHECK(a == std::vector<int64_t>(all.begin(), all.begin() + 3));
+    CHECK(c == std::vector<int64_t>(all.begin() + 3, all.end()));
+  }
+  CHECK_FALSE(s0.next().has_value());
+  CHECK_THROWS_WITH(data::DataLoader(ds, {.batch_size = 3, .num_shards = 2, .shard = 2}),
+                    Catch::Contains("valid: 0 <= shard < num_shards"));
+}
