@@ -19,7 +19,7 @@ struct TensorStats {
   double mean = 0;         // over the finite values
   int64_t zeros = 0;
   int64_t f16_subnormal = 0;  // 0 < |x| < 2^-14: f16 keeps them with fewer significant bits
-  int64_t f16_flush = 0;      // 0 < |x| < 2^-25: become 0 when rounded to f16
+  int64_t f16_flush = 0;      // 0 < |x| <= 2^-25: become 0 when rounded to f16 (2^-25 is the tie to even 0)
   int64_t f16_overflow = 0;   // finite |x| > 65504: beyond the f16 range
   int64_t inf = 0;
   int64_t nan = 0;

@@ -19,7 +19,7 @@ constexpr unsigned kThreads = 256;
 constexpr int kCounts = 6;  // fields 5..10: zeros, subnormal, flush, overflow, inf, nan
 constexpr double kF16Max = 65504.0;
 constexpr double kF16MinNormal = 0x1p-14;
-constexpr double kF16FlushBelow = 0x1p-25;  // under half the smallest subnormal: rounds to 0
+constexpr double kF16FlushMax = 0x1p-25;  // at most half the smallest subnormal: rounds to 0 (the tie to even 0)
 
 struct Add {
   HG_DEVICE double operator()(double a, double b) const { return a + b; }
@@ -60,7 +60,7 @@ __global__ void numerics_partial(const T* x, int64_t n, double* part) {
     amax = a > amax ? a : amax;
     min_nonzero = a < min_nonzero ? a : min_nonzero;
     c[1] += a < kF16MinNormal;
-    c[2] += a < kF16FlushBelow;
+    c[2] += a <= kF16FlushMax;
     c[3] += a > kF16Max;
     int e = 0;
     ::frexp(a, &e);  // a = m * 2^e with m in [0.5, 1): floor(log2 a) = e - 1

@@ -17,7 +17,7 @@ namespace {
 
 constexpr double kF16Max = 65504.0;
 const double kF16MinNormal = std::ldexp(1.0, -14);
-const double kF16FlushBelow = std::ldexp(1.0, -25);  // under half the smallest subnormal: rounds to 0
+const double kF16FlushMax = std::ldexp(1.0, -25);  // at most half the smallest subnormal: rounds to 0 (the tie to even 0)
 
 using Partial = std::array<double, kNumericsFields>;
 
@@ -31,7 +31,7 @@ void accumulate(double v, Partial& s) {
   s[1] = std::max(s[1], a);
   s[2] = std::min(s[2], a);
   if (a < kF16MinNormal) s[6] += 1;
-  if (a < kF16FlushBelow) s[7] += 1;
+  if (a <= kF16FlushMax) s[7] += 1;
   if (a > kF16Max) s[8] += 1;
   // floor(log2 a): the unbiased exponent of a normal double (every f32/f16/bf16 value
   // widens to one); frexp only for f64 subnormals.

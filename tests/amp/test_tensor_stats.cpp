@@ -1,5 +1,5 @@
 // The f16-range statistics of one tensor against counts computed here from the
-// definitions (f16 normal range 2^-14, flush below 2^-25, max 65504).
+// definitions (f16 normal range 2^-14, flush at or below 2^-25, max 65504).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -46,7 +46,7 @@ TEST_CASE("tensor_stats clamps the exponent histogram and agrees with a direct c
     a = std::fabs(a);
     zeros += a == 0;
     sub += a > 0 && a < std::ldexp(1.0, -14);
-    flush += a > 0 && a < std::ldexp(1.0, -25);
+    flush += a > 0 && a <= std::ldexp(1.0, -25);
     amax = std::max(amax, a);
   }
   amp::TensorStats s = amp::tensor_stats(x);
@@ -60,6 +60,20 @@ TEST_CASE("tensor_stats clamps the exponent histogram and agrees with a direct c
   amp::TensorStats e = amp::tensor_stats(extremes);
   CHECK(e.hist.front() == 1);  // 2^-100 lands in the lowest bin
   CHECK(e.hist.back() == 1);   // 2^99 in the highest
+}
+
+TEST_CASE("tensor_stats counts 2^-25 itself as a flush, as f16 rounding does", "[amp][stats]") {
+  // 2^-25 is the tie between 0 and 2^-24 and rounds to the even 0; the next double above
+  // it rounds up to 2^-24. The reference is the f16 cast itself.
+  const std::vector<double> v = {0x1p-26, 0x1p-25, std::nextafter(0x1p-25, 1.0), 0x1.8p-25};
+  Tensor x = from_data(v, {4}, {f64});
+  const amp::TensorStats s = amp::tensor_stats(x);
+  const std::vector<double> rounded = x.to(f16).to_vector<double>();
+  int64_t zero_in_f16 = 0;
+  for (double r : rounded) zero_in_f16 += r == 0;
+  CHECK(zero_in_f16 == 2);
+  CHECK(s.f16_flush == zero_in_f16);
+  CHECK(s.f16_subnormal == 4);
 }
 
 TEST_CASE("tensor_stats of an f16 tensor sees its rounded values", "[amp][stats]") {
