@@ -11,8 +11,8 @@
 namespace hg::segbench {
 namespace {
 
-constexpr int kPanelHeight = 190, kWidth = 680, kLeft = 48, kRight = 12, kTop = 28, kPlotHeight = 120;
-constexpr int kZeroBar = 1;  // one slot left of 2^-40 for exact zeros
+constexpr int kPanelHeight = 205, kWidth = 680, kLeft = 48, kRight = 12, kTop = 28, kPlotHeight = 120;
+constexpr int kZeroBar = 3;  // slots left of 2^-40: the bar for exact zeros, then a gap
 
 std::string pct(double v) {
   char buf[32];
@@ -21,7 +21,8 @@ std::string pct(double v) {
 }
 
 // Band edges in log2 units: flush at or below -25 (only exactly 2^-25 of its binade
-// flushes; the rest rounds up to 2^-24), subnormal below -14, overflow from 65520 ~ 2^16.
+// flushes; the rest rounds up to 2^-24), subnormal below -14, overflow from 65520 ~ 2^16
+// (the legend line under each panel gives the exact edges).
 struct Band {
   double lo, hi;
   const char* name;
@@ -30,7 +31,7 @@ struct Band {
 constexpr Band kBands[] = {{-41, -25, "flush \u2264 2^-25", "#f4cccc"},
                            {-25, -14, "subnormal", "#fce5cd"},
                            {-14, 16, "normal", "#d9ead3"},
-                           {16, 21, "overflow \u2265 65520", "#e6b8af"}};
+                           {16, 21, "overflow", "#e6b8af"}};
 
 }  // namespace
 
@@ -78,18 +79,19 @@ std::string svg_exponent_histogram(const std::string& title, const std::vector<E
       os << "<rect x=\"" << x + 0.5 << "\" y=\"" << base - h << "\" width=\"" << slot_w - 1 << "\" height=\"" << h
          << "\" fill=\"" << colour << "\"><title>" << xml_escape(tip) << "</title></rect>\n";
     };
-    bar(x_of(GradientExponents::kLo - 1), static_cast<double>(e.zeros) / n, "#D55E00", "exactly 0: " + pct(e.zeros / n));
+    bar(x_of(GradientExponents::kLo - kZeroBar), static_cast<double>(e.zeros) / n, "#D55E00", "exactly 0: " + pct(e.zeros / n));
     for (int k = GradientExponents::kLo; k <= GradientExponents::kHi; ++k) {
       const double frac = static_cast<double>(e.bins[static_cast<size_t>(k - GradientExponents::kLo)]) / n;
       if (frac > 0) bar(x_of(k), frac, "#0072B2", "[2^" + std::to_string(k) + ", 2^" + std::to_string(k + 1) + "): " + pct(frac));
     }
     os << "<line x1=\"" << kLeft << "\" y1=\"" << base << "\" x2=\"" << kWidth - kRight << "\" y2=\"" << base
-       << "\" stroke=\"#333\"/>\n<text x=\"" << x_of(GradientExponents::kLo - 1) + slot_w / 2 << "\" y=\"" << base + 13
-       << "\" text-anchor=\"middle\">0</text>\n";
+       << "\" stroke=\"#333\"/>\n<text x=\"" << x_of(GradientExponents::kLo - kZeroBar) + slot_w / 2 << "\" y=\"" << base + 13
+       << "\" text-anchor=\"middle\">=0</text>\n";
     for (int k = -40; k <= 20; k += 5)
       os << "<text x=\"" << x_of(k) + slot_w / 2 << "\" y=\"" << base + 13 << "\" text-anchor=\"middle\">" << k << "</text>\n";
     os << "<text x=\"" << kLeft << "\" y=\"" << base + 28 << "\" fill=\"#333\">log2 |g| (binade); "
-       << xml_escape(exponent_bands_text(e)) << "</text>\n";
+       << xml_escape(exponent_bands_text(e)) << "</text>\n<text x=\"" << kLeft << "\" y=\"" << base + 42
+       << "\" fill=\"#555\">f16: |g| \u2264 2^-25 rounds to 0; below 2^-14 subnormal; \u2265 65520 rounds to inf</text>\n";
   }
   os << "</svg>\n";
   return os.str();
