@@ -127,7 +127,7 @@ void underflow_section(Html& h, const Report& r) {
   h << "<h2>Precision per mode</h2>\n<p>" << esc(mode_legend()) << "</p>\n";
   table(h, mode_cells(r), {}, SIZE_MAX, true);
   const std::vector<ExponentPanel> panels = exponent_panels(r);
-  if (!panels.empty()) figure(h, svg_exponent_histogram("Gradient exponents of the logits", panels), kExponentCaption);
+  if (!panels.empty()) figure(h, svg_exponent_histogram("Gradient exponents of the logits", panels), exponent_caption(panels));
   BarChart chart{.title = "Gradient elements that are zero as stored, per layer",
                  .value_label = "exactly 0 in the stored (scaled) gradient, at each mode's last sampled step"};
   std::vector<const UnderflowSample*> last(r.runs.size(), nullptr);

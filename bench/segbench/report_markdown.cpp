@@ -241,8 +241,8 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
   for (size_t c = 0; c < modes.header.size(); ++c) md << (c < 6 ? " --- |" : " ---: |");
   md << "\n";
   for (const auto& row : modes.rows) md << md_row(row);
-  if (!exponent_panels(r).empty())
-    md << "\n![gradient exponents of the logits](grad_exponents.svg)\n\n" << kExponentCaption << "\n";
+  if (const std::vector<ExponentPanel> panels = exponent_panels(r); !panels.empty())
+    md << "\n![gradient exponents of the logits](grad_exponents.svg)\n\n" << exponent_caption(panels) << "\n";
   const UnderflowPick pick = worst_underflow(r, 10);
   if (pick.run) {
     const TextTable t = underflow_cells(pick);

@@ -110,11 +110,15 @@ std::vector<ExponentPanel> exponent_panels(const Report& r) {
   return panels;
 }
 
-const char* const kExponentCaption =
-    "log2 |g| of the gradient of the logits (the U-Net's output) at the last sampled step, counted per binade, "
-    "over f16's bands. fp32 holds it in f32, unscaled: the share in the flush band is what an f16 copy would "
-    "lose. amp's loss scale shifts the whole distribution right by log2(scale) binades before backward "
-    "stores it in f16, so almost nothing is left to flush.";
+std::string exponent_caption(const std::vector<ExponentPanel>& panels) {
+  std::string c = "log2 |g| of the gradient of the logits (the U-Net's output) at the last sampled step, counted per "
+                  "binade, over f16's bands.";
+  if (panels.size() == 2)
+    c += " fp32 holds it in f32, unscaled: the share in the flush band is what an f16 copy would lose. amp's loss "
+         "scale shifts the whole distribution right by log2(scale) binades before backward stores it in f16, so "
+         "almost nothing is left to flush.";
+  return c;
+}
 
 std::string speedup_cell(const RunResult& run, const RunResult* fp32) {
   if (!fp32 || fp32->images_per_s <= 0 || run.images_per_s <= 0) return "\u2013";

@@ -59,7 +59,7 @@ double stored_f16_flushed(const RunResult& run);
 double logits_would_flush(const RunResult& run);
 // The exponent-histogram figure: fp32 (unscaled f32) and amp (scaled f16) logit gradients.
 std::vector<ExponentPanel> exponent_panels(const Report& r);
-extern const char* const kExponentCaption;
+std::string exponent_caption(const std::vector<ExponentPanel>& panels);
 // The measured ratio where the arithmetic ran in the mode's own precision; on a CPU path
 // that widens f16/bf16 to f32, "n/a (widened to f32; 0.55x measured)".
 std::string speedup_cell(const RunResult& run, const RunResult* fp32);
