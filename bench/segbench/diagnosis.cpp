@@ -15,12 +15,13 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// Mean over all sampled steps and layers.
+// Mean over all sampled steps and layers that have the value (negative: n/a).
 double overall_mean(const RunResult& r, double LayerStats::*field) {
   double s = 0;
   int64_t n = 0;
   for (const UnderflowSample& u : r.underflow)
     for (const LayerStats& l : u.layers) {
+      if (l.*field < 0) continue;
       s += l.*field;
       ++n;
     }
@@ -54,13 +55,14 @@ void diagnose(Report& report) {
     const double under = overall_mean(r, &LayerStats::grad_underflow_fraction);
     const double lost = overall_mean(r, &LayerStats::update_lost_fraction);
     const double ref_zero = ref ? overall_mean(*ref, &LayerStats::grad_zero_fraction) : 0;
-    if (r.precision == "fp16" || r.precision == "amp-master") {
-      if (zero > ref_zero + 0.01)
-        d += fmt("%.1f%% of weight-gradient elements were exactly zero", 100 * zero) +
-             fmt(" (flushed to zero in f16; %.1f%% in fp32). ", 100 * ref_zero);
-    } else if (under > 0.001) {
-      d += fmt("%.2f%% of weight-gradient elements lie below 2^-24 and would flush to zero in f16 without loss scaling. ",
-               100 * under);
+    // Backward computed the weight gradients in f16 (stored there, or widened into f32).
+    const bool f16_grads = r.grads_dtype.rfind("f16", 0) == 0;
+    if (f16_grads && zero > ref_zero + 0.01) {
+      d += fmt("%.1f%% of stored weight-gradient elements were exactly zero", 100 * zero) +
+           fmt(" (flushed to zero in f16; %.1f%% in fp32). ", 100 * ref_zero);
+    } else if (!f16_grads && under > 0.001) {
+      d += fmt("%.2f%% of weight-gradient elements are at most 2^-25 and would flush to zero if stored in f16 "
+               "unscaled. ", 100 * under);
     }
     if (r.adam_v_flushed_fraction > 0.001)
       d += fmt("Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): %.1f%% of "

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 #include "amp/policy.h"
+#include "bench/segbench/modes.h"
 #include "framework/device.h"
 #include "framework/error.h"
 
@@ -87,7 +89,10 @@ Flags parse(const std::vector<std::string>& args) {
   auto int_option = [&](IntFlag& flag, const char* help) {
     flag.option = app.add_option(flag.name, flag.text, help)->type_name("INT");
   };
-  app.add_option("--precision", precisions, "comma-separated modes: fp32, amp, amp-master, bf16, fp16");
+  bool ablations = false;
+  app.add_option("--precision", precisions, "comma-separated modes: " + valid_modes_text());
+  app.add_flag("--ablations", ablations,
+               "also run the ablation ladder after the --precision modes: amp-noscale, fp16-f32state, fp32-sgd, amp-sgd, fp16-sgd");
   app.add_option("--device", cfg.device, "auto, cpu, cuda or cuda:N");
   app.add_option("--profile", profile, "quick (CI), cpu (default without GPU), gpu (default with one)")
       ->check(CLI::IsMember({"quick", "cpu", "gpu"}));
@@ -131,10 +136,13 @@ Flags parse(const std::vector<std::string>& args) {
   std::stringstream ss(precisions);
   for (std::string p; std::getline(ss, p, ',');) {
     if (p.empty()) continue;
-    amp::recipe(p);  // validates the name
+    mode(p);  // validates the name
     cfg.precisions.push_back(p);
   }
-  HG_CHECK(!cfg.precisions.empty(), "--precision: give at least one of fp32, amp, amp-master, bf16, fp16");
+  if (ablations)
+    for (const std::string& p : ablation_mode_names())
+      if (std::find(cfg.precisions.begin(), cfg.precisions.end(), p) == cfg.precisions.end()) cfg.precisions.push_back(p);
+  HG_CHECK(!cfg.precisions.empty(), "--precision: give at least one of ", valid_modes_text());
   const Device device = Device::parse(cfg.device);
   auto read = [](IntFlag& flag, auto& field, uint64_t lo, uint64_t hi) {
     if (flag.given()) field = static_cast<std::remove_reference_t<decltype(field)>>(parse_uint(flag.name, flag.text, lo, hi));

@@ -20,6 +20,7 @@
 #include "bench/segbench/flags.h"
 #include "bench/segbench/preflight.h"
 #include "bench/segbench/report.h"
+#include "bench/segbench/tensorboard_log.h"
 #include "bench/segbench/train.h"
 
 using namespace hg;
@@ -120,6 +121,7 @@ int run(Config& cfg, bool overwrite) {
   for (const std::string& p : cfg.precisions) {
     report.runs.push_back(train_run(cfg, p, device, val, make_progress(p, cfg.progress)));
     const RunResult& r = report.runs.back();
+    write_tensorboard(r, cfg.out + "/tb/" + p);
     std::printf("%-10s val Dice %.3f  (%.1f s, %.1f img/s%s)\n", p.c_str(), r.val_dice_mean_fg, r.total_seconds,
                 r.images_per_s, r.stopped_early ? ", stopped early" : "");
   }

@@ -18,6 +18,7 @@
 #include "bench/segbench/png.h"
 #include "bench/segbench/report_parts.h"
 #include "bench/segbench/scaling.h"
+#include "bench/segbench/svg_exponents.h"
 #include "framework/error.h"
 #include "framework/serialize/atomic_write.h"
 
@@ -84,6 +85,7 @@ void run_json(JsonWriter& j, const RunResult& run) {
     for (const LayerStats& l : s.layers)
       j.begin_object(true)
           .field("name", l.name)
+          .field("grad_dtype", l.grad_dtype)
           .field("grad_zero_fraction", l.grad_zero_fraction)
           .field("grad_underflow_fraction", l.grad_underflow_fraction)
           .field("grad_subnormal_fraction", l.grad_subnormal_fraction)
@@ -91,13 +93,22 @@ void run_json(JsonWriter& j, const RunResult& run) {
           .field("grad_amax", l.grad_amax)
           .field("grad_norm", l.grad_norm)
           .end_object();
-    j.end_array().end_object();
+    j.end_array();
+    const GradientExponents& e = s.logits;
+    j.key("logits_grad").begin_object(true).field("dtype", e.dtype).field("scale", e.scale).field("numel", e.numel);
+    j.field("zeros", e.zeros).field("flush", e.flush).field("subnormal", e.subnormal).field("overflow", e.overflow);
+    j.field("would_flush", e.would_flush).field("log2_lo", static_cast<int64_t>(GradientExponents::kLo));
+    j.field("log2_bins", e.bins).end_object();
+    j.end_object();
   }
   j.end_array();
   j.key("fallback_events").begin_array();
   for (const FallbackEvent& e : run.fallback_events)
     j.begin_object(true).field("step", e.step).field("module", e.module).field("reason", e.reason).end_object();
   j.end_array();
+  j.key("dtypes").begin_object(true).field("params", run.params_dtype).field("activations", run.activations_dtype);
+  j.field("grads", run.grads_dtype).field("optimizer_state", run.optimizer_state_dtype).end_object();
+  j.field("optimizer_name", run.optimizer_name).field("cpu_isa", run.cpu_isa);
   j.field("diagnosis", run.diagnosis);
   j.field("numerics_worst", run.numerics_worst);
   j.field("adam_v_flushed_fraction", run.adam_v_flushed_fraction);
@@ -170,11 +181,13 @@ Image8 samples_png(const Report& r, const SampleGrid& g) {
 void write_report(const Report& r, const std::string& dir) {
   HG_CHECK(!dir.empty(), "write_report: no report folder given");
   const SampleGrid samples = sample_grid(r);
-  const std::vector<std::pair<std::string, std::string>> files{
+  std::vector<std::pair<std::string, std::string>> files{
       {"report.json", json_report(r)},
       {"metrics.csv", metrics_csv(r)},
       {"report.md", markdown_report(r, samples)},
       {"report.html", html_report(r, samples)}};
+  const std::vector<ExponentPanel> panels = exponent_panels(r);  // report.md links the figure
+  if (!panels.empty()) files.emplace_back("grad_exponents.svg", svg_exponent_histogram("Gradient exponents of the logits", panels));
   Image8 png;
   if (samples.rows > 0) png = samples_png(r, samples);
 

@@ -9,6 +9,7 @@
 #include "bench/segbench/png.h"
 #include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
+#include "bench/segbench/svg_exponents.h"
 #include "bench/segbench/svg_plot.h"
 
 namespace hg::segbench {
@@ -110,7 +111,7 @@ void curve_plots(Html& h, const Report& r, bool cpu) {
                               "gradient: the scale is halved and the update dropped).";
   if (scale.series.empty()) scale.series = std::move(unscaled);
   else if (!unscaled.empty()) scale_caption += " Modes without loss scaling (scale 1 throughout) are left out.";
-  const std::string time_note = cpu ? " \u2020 CPU run: f16/bf16 are emulated, so times say nothing about a GPU." : "";
+  const std::string time_note = cpu ? " \u2020 CPU run: f16/bf16 widened to f32 for arithmetic, so times say nothing about a GPU." : "";
 
   h << "<div class=\"plots\">\n";
   figure(h, svg_line_plot(loss_step), "Cross-entropy + Dice loss per training step; \u25b2 marks a NaN/inf loss.");
@@ -124,8 +125,12 @@ void curve_plots(Html& h, const Report& r, bool cpu) {
 // Per-layer share of gradient elements lost to zero in f16, one panel per mode, at each
 // mode's last sampled step; layers in the model's order.
 void underflow_section(Html& h, const Report& r) {
-  BarChart chart{.title = "Gradient elements that are zero in f16, per layer",
-                 .value_label = "zero or |g| < 2^-24, at each mode's last sampled step"};
+  h << "<h2>Precision per mode</h2>\n<p>" << esc(mode_legend()) << "</p>\n";
+  table(h, mode_cells(r), {}, SIZE_MAX, true);
+  const std::vector<ExponentPanel> panels = exponent_panels(r);
+  if (!panels.empty()) figure(h, svg_exponent_histogram("Gradient exponents of the logits", panels), exponent_caption(panels));
+  BarChart chart{.title = "Gradient elements that are zero as stored, per layer",
+                 .value_label = "exactly 0 in the stored (scaled) gradient, at each mode's last sampled step"};
   std::vector<const UnderflowSample*> last(r.runs.size(), nullptr);
   for (size_t i = 0; i < r.runs.size(); ++i) {
     if (r.runs[i].underflow.empty()) continue;
@@ -150,8 +155,8 @@ void underflow_section(Html& h, const Report& r) {
     chart.panels.push_back(std::move(panel));
   }
   figure(h, svg_bar_chart(chart),
-         "Share of each parameter's gradient elements that are exactly zero or smaller than f16's smallest "
-         "subnormal (2^-24): the updates those elements should have made are lost.");
+         "Share of each parameter's stored gradient elements that are exactly zero: where backward computed in "
+         "f16 these are flushed values (|g| <= 2^-25 before rounding), and the updates they should have made are lost.");
   const UnderflowPick pick = worst_underflow(r, 10);
   h << "<h3>Worst layers: " << esc(pick.run->precision) << "</h3>\n<p>" << esc(underflow_legend(pick)) << "</p>\n";
   table(h, underflow_cells(pick), {}, SIZE_MAX, true);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "bench/segbench/modes.h"
 #include "bench/segbench/report.h"
 #include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
@@ -14,10 +15,11 @@
 namespace hg::segbench {
 
 const char* const kCpuNote =
-    "On the CPU, f16 and bf16 arithmetic is emulated: every value is converted in software, so the "
-    "reduced-precision modes' timings say nothing about a GPU, and the speed-up column is not a measure of "
-    "AMP on tensor cores. The numerics (rounding, overflow, underflow) are exact IEEE binary16/bfloat16 and "
-    "do carry over.";
+    "On this CPU path f16 and bf16 are storage formats: kernels widen them to f32 (F16C for f16), multiply and "
+    "accumulate in f32 and round each result once, which gives the rounding, overflow and underflow of f16/bf16 "
+    "exactly, but at the speed of f32 arithmetic plus conversions. So the speed-up column says n/a for those "
+    "modes (the measured ratio is in parentheses) and none of these timings predicts a GPU; only bf16 on AMX "
+    "tiles multiplies natively. The numerics carry over; the speed does not.";
 
 std::string fixed(double v, int decimals) {
   if (!std::isfinite(v)) return "n/a";
@@ -58,7 +60,7 @@ TextTable summary_cells(const Report& r) {
           run.first_nonfinite_step ? nonfinite + " (run stopped)" : "stopped at " + std::to_string(run.steps_done);
     t.rows.push_back({run.precision, fixed(run.val_dice_mean_fg, 3), per_class.empty() ? "\u2013" : per_class,
                       fixed(run.val_iou_mean_fg, 3), fixed(run.total_seconds, 1), fixed(run.images_per_s, 1),
-                      comparable ? fixed(run.images_per_s / fp32->images_per_s, 2) + "\u00d7" : "\u2013",
+                      speedup_cell(run, comparable ? &*fp32 : nullptr),
                       fixed(run.step.median_ms, 1) + " / " + fixed(run.step.p90_ms, 1),
                       run.peak_bytes > 0 ? fixed(static_cast<double>(run.peak_bytes) / (1 << 20), 1) : "\u2013",
                       std::to_string(run.skipped_steps.size()), nonfinite});
@@ -66,7 +68,7 @@ TextTable summary_cells(const Report& r) {
   return t;
 }
 
-double lost_to_zero(const LayerStats& l) { return l.grad_zero_fraction + l.grad_underflow_fraction; }
+double lost_to_zero(const LayerStats& l) { return l.grad_zero_fraction; }
 
 UnderflowPick worst_underflow(const Report& r, size_t count) {
   UnderflowPick pick;
@@ -97,9 +99,11 @@ TextTable underflow_cells(const UnderflowPick& pick) {
     std::snprintf(buf, sizeof buf, "%.3g", v);
     return std::string(buf);
   };
-  TextTable t{.header = {"layer", "zero", "< 2^-24", "subnormal", "update lost", "max |g|", "\u2016g\u2016"}};
+  TextTable t{.header = {"layer", "stored as", "zero as stored", "would flush unscaled", "subnormal as stored",
+                         "update lost", "max |g|", "\u2016g\u2016"}};
   for (const LayerStats* l : pick.worst)
-    t.rows.push_back({l->name, pct(l->grad_zero_fraction), pct(l->grad_underflow_fraction),
+    t.rows.push_back({l->name, l->grad_dtype, pct(l->grad_zero_fraction),
+                      l->grad_underflow_fraction < 0 ? "\u2013 (f16)" : pct(l->grad_underflow_fraction),
                       pct(l->grad_subnormal_fraction), pct(l->update_lost_fraction), sci(l->grad_amax),
                       sci(l->grad_norm)});
   return t;
@@ -107,17 +111,21 @@ TextTable underflow_cells(const UnderflowPick& pick) {
 
 std::string underflow_legend(const UnderflowPick& pick) {
   if (!pick.run) return "";
-  return "The " + std::to_string(pick.worst.size()) + " layers of " + pick.run->precision + " (the mode with the " +
-         "most underflow, mean over layers) with the largest share of gradient elements that are zero in f16, at " +
-         "step " + std::to_string(pick.sample->step) + ". zero: exactly 0 (flushed, in f16-gradient modes); " +
-         "< 2^-24: non-zero but below f16's smallest subnormal, so 0 once cast to f16; subnormal: in " +
-         "[2^-24, 2^-14), precision lost; update lost: a non-zero update rounded away by the weight.";
+  return "The " + std::to_string(pick.worst.size()) + " layers of " + pick.run->precision + " (the mode whose " +
+         "stored gradients hold the most zeros, mean over layers) with the largest share of zeros, at step " +
+         std::to_string(pick.sample->step) + ", on the gradients as stored (scaled, before unscaling). zero as " +
+         "stored: exactly 0 (flushed, where backward computed in f16); would flush unscaled: for gradients stored " +
+         "wider than f16, non-zero with |g / scale| <= 2^-25, so 0 if stored in f16 without a loss scale; " +
+         "subnormal: in (2^-25, 2^-14); update lost: a non-zero update rounded away by the weight; max |g| and " +
+         "\u2016g\u2016 unscaled.";
 }
 
 std::string machine_text(const Report& r) {
   const Machine& m = r.machine;
+  const std::string path = cpu_path_text(r);
   return (m.cpu_model.empty() ? "unknown CPU" : m.cpu_model) + ", " + std::to_string(m.threads) +
-         " threads; GPU: " + (m.gpu.empty() ? "none" : m.gpu) + "; " + m.compiler + ", " + m.build_type + " build";
+         " threads" + (path.empty() ? "" : ", " + path) + "; GPU: " + (m.gpu.empty() ? "none" : m.gpu) + "; " +
+         m.compiler + ", " + m.build_type + " build";
 }
 
 std::string config_text(const Report& r) {
@@ -125,7 +133,8 @@ std::string config_text(const Report& r) {
   std::ostringstream os;
   os << "profile " << c.profile << ", device " << c.device << ", " << c.steps << " steps, batch " << c.batch << ", "
      << c.size << "\u00d7" << c.size << " images, U-Net width " << c.width << " depth " << c.depth << ", seed "
-     << c.seed << ", Adam lr " << c.lr << " (cosine), clip " << c.clip << ", growth interval " << c.growth_interval;
+     << c.seed << ", Adam lr " << c.lr << " (SGD ablations: " << c.lr * kSgdLrFactor << ", momentum " << kSgdMomentum
+     << "; cosine), clip " << c.clip << ", growth interval " << c.growth_interval;
   return os.str();
 }
 
@@ -230,11 +239,18 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
     }
   }
 
+  const TextTable modes = mode_cells(r);
+  md << "\n## Precision per mode\n\n" << mode_legend() << "\n\n" << md_row(modes.header) << "|";
+  for (size_t c = 0; c < modes.header.size(); ++c) md << (c < 6 ? " --- |" : " ---: |");
+  md << "\n";
+  for (const auto& row : modes.rows) md << md_row(row);
+  if (const std::vector<ExponentPanel> panels = exponent_panels(r); !panels.empty())
+    md << "\n![gradient exponents of the logits](grad_exponents.svg)\n\n" << exponent_caption(panels) << "\n";
   const UnderflowPick pick = worst_underflow(r, 10);
   if (pick.run) {
     const TextTable t = underflow_cells(pick);
     md << "\n## Gradient underflow: " << pick.run->precision << " at step " << pick.sample->step << "\n\n"
-       << underflow_legend(pick) << "\n\n" << md_row(t.header) << "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+       << underflow_legend(pick) << "\n\n" << md_row(t.header) << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (std::vector<std::string> row : t.rows) {
       row[0] = "`" + row[0] + "`";
       md << md_row(row);

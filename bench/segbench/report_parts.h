@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/segbench/run_result.h"
+#include "bench/segbench/svg_exponents.h"
 
 namespace hg::segbench {
 
@@ -47,6 +48,23 @@ UnderflowPick worst_underflow(const Report& r, size_t count);
 // The pick's layers as a table, and the sentence that explains its columns.
 TextTable underflow_cells(const UnderflowPick& pick);
 std::string underflow_legend(const UnderflowPick& pick);
+
+// Per-mode precision table (report_numerics.cpp): dtypes of params / activations / grads /
+// optimizer state, loss scale, flushes in the gradients as stored, the f16 counterfactual.
+TextTable mode_cells(const Report& r);
+std::string mode_legend();
+// Mean share of flushed elements in the weight gradients backward computed in f16 (NaN: none).
+double stored_f16_flushed(const RunResult& run);
+// Mean share of the stored logit gradient that would flush if stored in f16 unscaled (NaN: stored in f16).
+double logits_would_flush(const RunResult& run);
+// The exponent-histogram figure: fp32 (unscaled f32) and amp (scaled f16) logit gradients.
+std::vector<ExponentPanel> exponent_panels(const Report& r);
+std::string exponent_caption(const std::vector<ExponentPanel>& panels);
+// The measured ratio where the arithmetic ran in the mode's own precision; on a CPU path
+// that widens f16/bf16 to f32, "n/a (widened to f32; 0.55x measured)".
+std::string speedup_cell(const RunResult& run, const RunResult* fp32);
+// "CPU kernel path avx2 (f16/bf16 widened to f32 for arithmetic)", or "" off the CPU.
+std::string cpu_path_text(const Report& r);
 
 // The rows of samples.png: runs (indices) that have sample predictions, one column each,
 // and how many images (at most 4) every one of them covers; rows == 0: no PNG.

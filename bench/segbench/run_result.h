@@ -46,20 +46,40 @@ struct Curves {
   std::vector<double> eval_dice;    // mean foreground Dice on the eval subset
 };
 
-// Per-layer gradient statistics at one sampled step (layer = parameter name).
+// f16's bands for gradient magnitudes, one definition everywhere: round-to-nearest-even
+// takes |x| <= 2^-25 to 0 and (2^-25, 2^-24) up to 2^-24; subnormal below 2^-14; from
+// 65520 on, rounding gives inf.
+constexpr double kF16FlushMax = 0x1p-25, kF16NormalMin = 0x1p-14, kF16OverflowMin = 65520.0;
+
+// Per-layer gradient statistics at one sampled step (layer = parameter name), on the
+// gradient as stored: still scaled by the loss scale, in the dtype backward wrote it.
 struct LayerStats {
   std::string name;
-  double grad_zero_fraction = 0;       // exactly zero (flushed in f16 modes)
-  double grad_underflow_fraction = 0;  // 0 < |g| < 2^-24: would flush to zero in f16 (f32-gradient modes)
-  double grad_subnormal_fraction = 0;  // 2^-24 <= |g| < 2^-14: f16 subnormal
+  std::string grad_dtype;              // dtype of the stored gradient (.grad)
+  double grad_zero_fraction = 0;       // exactly zero as stored (flushed, where computed in f16)
+  // Counterfactual for gradients held wider than f16: non-zero but |g / scale| <= 2^-25, i.e.
+  // would flush if stored in f16 unscaled (-1 where the gradient is stored in f16 already).
+  double grad_underflow_fraction = 0;
+  double grad_subnormal_fraction = 0;  // stored |g| in (2^-25, 2^-14): f16 subnormal if stored in f16
   double update_lost_fraction = 0;     // non-zero proposed update but weight unchanged (rounded away)
-  double grad_amax = 0;
-  double grad_norm = 0;
+  double grad_amax = 0;                // of the unscaled gradient
+  double grad_norm = 0;                // of the unscaled gradient
+};
+
+// log2 |g| of one gradient tensor as stored, for the exponent-histogram figure.
+struct GradientExponents {
+  std::string dtype;      // "" when nothing was recorded
+  double scale = 1;       // loss scale the stored values carry
+  int64_t numel = 0, zeros = 0, flush = 0, subnormal = 0, overflow = 0;  // flush: 0 < |g| <= 2^-25
+  double would_flush = 0; // fraction with 0 < |g / scale| <= 2^-25: would flush stored in f16 unscaled
+  static constexpr int kLo = -40, kHi = 20;  // bins floor(log2 |g|), clamped to [kLo, kHi]
+  std::vector<int64_t> bins;                 // kHi - kLo + 1 counts of non-zero finite values
 };
 
 struct UnderflowSample {
   int64_t step = 0;
   std::vector<LayerStats> layers;
+  GradientExponents logits;  // gradient of the model's output (the logits) as backward stored it
 };
 
 struct FallbackEvent {
@@ -73,6 +93,10 @@ struct Timing {
 
 struct RunResult {
   std::string precision, device, description;
+  // What the mode stores in which dtype (bench/segbench/modes.h) and its optimizer.
+  std::string params_dtype, activations_dtype, grads_dtype, optimizer_state_dtype, optimizer_name;
+  std::string cpu_isa;           // CPU kernel path (hg::cpu::isa()) when it ran on the CPU
+  std::string compute_dtype;     // dtype matmul/conv inputs had: "f32", "f16" or "bf16"
   int64_t steps_done = 0;
   bool stopped_early = false;    // a non-finite loss without loss scaling stops the run
   std::string stop_reason;

@@ -1,6 +1,7 @@
 // The training loop of one run: the precision recipe (autocast, parameter dtype, master
-// weights, loss scaling), Adam with cosine decay and clipping of unscaled gradients,
-// timings per phase, per-layer gradient statistics at sampled steps, and validation.
+// weights, loss scaling), Adam (or SGD for the ablations) with cosine decay and clipping
+// of unscaled gradients, timings per phase, stored-gradient statistics at sampled steps,
+// and validation.
 #include "bench/segbench/train.h"
 
 #include <omp.h>
@@ -16,16 +17,20 @@
 #include "amp/autocast.h"
 #include "amp/fp32_fallback.h"
 #include "amp/grad_scaler.h"
-#include "bench/segbench/distributed.h"
 #include "amp/master_weights.h"
 #include "amp/numerics_monitor.h"
 #include "amp/policy.h"
+#include "bench/segbench/distributed.h"
 #include "bench/segbench/evaluate.h"
+#include "bench/segbench/grad_stats.h"
+#include "bench/segbench/modes.h"
 #include "bench/segbench/profile_section.h"
 #include "framework/allocator.h"
+#include "framework/cpu/isa.h"
 #include "framework/optim/adam.h"
 #include "framework/optim/clip_grad.h"
 #include "framework/optim/lr_scheduler.h"
+#include "framework/optim/sgd.h"
 #include "framework/serialize/safetensors.h"
 #include "models/unet.h"
 #include "framework/generator.h"
@@ -48,37 +53,9 @@ Timing timing_of(std::vector<double> v) {
   return {at(0.5), at(0.9)};
 }
 
-// Gradient statistics of every optimizer parameter (after unscaling).
-std::vector<LayerStats> gradient_stats(const std::vector<std::pair<std::string, Tensor>>& params) {
-  std::vector<LayerStats> out;
-  for (auto& [name, p] : params) {
-    if (!p.grad().defined()) continue;
-    LayerStats s;
-    s.name = name;
-    std::vector<double> g = p.grad().to_vector<double>();
-    double sq = 0;
-    int64_t zero = 0, under = 0, sub = 0;
-    for (double v : g) {
-      const double a = std::abs(v);
-      if (a == 0) ++zero;
-      else if (a < 0x1p-24) ++under;
-      else if (a < 0x1p-14) ++sub;
-      s.grad_amax = std::max(s.grad_amax, a);
-      sq += v * v;
-    }
-    const double n = static_cast<double>(std::max<size_t>(g.size(), 1));
-    s.grad_zero_fraction = static_cast<double>(zero) / n;
-    s.grad_underflow_fraction = static_cast<double>(under) / n;
-    s.grad_subnormal_fraction = static_cast<double>(sub) / n;
-    s.grad_norm = std::sqrt(sq);
-    out.push_back(s);
-  }
-  return out;
-}
-
 // Fraction of Adam's second-moment elements that are 0 although the gradient just
 // applied was not: with f16 state, g^2 below 2^-24 flushes and the update becomes m/eps.
-double flushed_second_moments(const optim::Adam& opt) {
+double flushed_second_moments(const optim::Optimizer& opt) {
   int64_t flushed = 0, total = 0;
   const auto& params = opt.param_groups()[0].params;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -133,11 +110,19 @@ ValidationSet make_validation_set(const Config& cfg) {
 
 RunResult train_run(const Config& cfg, const std::string& precision, Device device, const ValidationSet& val,
                     const ProgressFn& progress) {
-  const amp::Recipe rc = amp::recipe(precision);
+  const Mode md = mode(precision);
+  const amp::Recipe& rc = md.recipe;
   RunResult r;
   r.precision = precision;
   r.device = device.str();
-  r.description = rc.description;
+  r.description = md.description;
+  r.params_dtype = md.params_dtype();
+  r.activations_dtype = md.activations_dtype();
+  r.grads_dtype = md.grads_dtype();
+  r.optimizer_state_dtype = md.optimizer_state_dtype();
+  r.optimizer_name = md.optimizer == OptimizerKind::sgd ? "SGD" : "Adam";
+  r.compute_dtype = md.activations_dtype();
+  if (device.is_cpu()) r.cpu_isa = cpu::isa_name(cpu::isa());
 
   manual_seed(cfg.seed);  // identical initial weights in every run
   UNet model(1, kNumClasses, cfg.width, cfg.depth);
@@ -146,7 +131,12 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   std::unique_ptr<amp::MasterWeights> mw;
   if (rc.master_weights) mw = std::make_unique<amp::MasterWeights>(model.named_parameters());
   const auto opt_params = mw ? mw->params() : model.named_parameters();
-  optim::Adam opt(opt_params, optim::AdamOptions{.lr = cfg.lr});
+  std::unique_ptr<optim::Optimizer> opt_owner;
+  if (md.optimizer == OptimizerKind::sgd)
+    opt_owner = std::make_unique<optim::SGD>(opt_params, optim::SGDOptions{.lr = cfg.lr * kSgdLrFactor, .momentum = kSgdMomentum});
+  else
+    opt_owner = std::make_unique<optim::Adam>(opt_params, optim::AdamOptions{.lr = cfg.lr});
+  optim::Optimizer& opt = *opt_owner;
   opt.set_state_in_param_dtype(rc.optimizer_state_in_param_dtype);
   optim::CosineAnnealingLR sched(opt, cfg.steps);
   amp::GradScalerOptions so;
@@ -190,32 +180,39 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     const auto t0 = Clock::now();
     Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
     Tensor logits, loss;
+    UnderflowSample us;
+    const double scale_now = scaler.get_scale();
     {
       std::optional<amp::Autocast> ac;
       if (rc.autocast) ac.emplace(*rc.autocast);
       logits = model(x);
+      // The output's gradient as backward stores it: before any Cast widens it to f32.
+      if (sampled)
+        logits.register_hook([&us, scale_now](const Tensor& g) {
+          us.logits = gradient_exponents(g, scale_now);
+          return Tensor();
+        });
       if (rc.policy.output != logits.dtype()) logits = logits.to(rc.policy.output);
       loss = segmentation_loss(logits, y);
     }
     const double loss_value = loss.item<double>();
     const double f_ms = ms_since(t0);
     const auto t1 = Clock::now();
-    const double scale_now = scaler.get_scale();
     scaler.scale(loss).backward();
     if (mw) mw->copy_grads_to_master();
     const double b_ms = ms_since(t1);
     const auto t2 = Clock::now();
+    // Where backward stored them: the model's parameters (f16 ones for amp-master).
+    if (sampled) us.layers = stored_gradient_stats(model.named_parameters(), scale_now);
     scaler.unscale_(opt);
     if (monitor) monitor->end_step();  // weight gradients unscaled, before clipping
     if (step == 0 && !cfg.dump.empty()) dump_first_step(cfg, precision, before, batch, logits, loss, opt_params);
     std::vector<Tensor> plist;
     for (auto& [n, p] : opt_params) plist.push_back(p);
     optim::clip_grad_norm_(plist, cfg.clip);
-    UnderflowSample us;
     std::vector<std::vector<double>> w_before;
     if (sampled) {
       us.step = step;
-      us.layers = gradient_stats(opt_params);
       for (auto& [n, p] : opt_params) w_before.push_back(p.to_vector<double>());
     }
     // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
@@ -234,7 +231,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       }
     }
     if (mw) mw->copy_master_to_model();
-    if (rc.optimizer_state_in_param_dtype && !res.skipped() && (sampled || step < 20))
+    if (md.optimizer == OptimizerKind::adam && rc.optimizer_state_in_param_dtype && !res.skipped() && (sampled || step < 20))
       r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, flushed_second_moments(opt));
     sched.step();
     opt.zero_grad();

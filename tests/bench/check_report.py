@@ -1,5 +1,6 @@
 """Checks a segbench report folder as CI does: every file written, the JSON well formed,
-amp within tolerance of fp32, and a diagnosis for the naive fp16 run."""
+amp within tolerance of fp32, a diagnosis for the naive fp16 run, every mode's dtypes, the
+ablation ladder complete when it ran, and the gradient-exponent figure."""
 import json
 import os
 import sys
@@ -16,6 +17,14 @@ for mode in ["fp32", "amp", "fp16"]:
 d32, damp = runs["fp32"]["val_dice_mean_fg"], runs["amp"]["val_dice_mean_fg"]
 assert abs(d32 - damp) <= tolerance, f"amp Dice {damp:.3f} differs from fp32 {d32:.3f} by more than {tolerance}"
 assert runs["fp16"]["diagnosis"], "the fp16 run has no diagnosis"
+for run in report["runs"]:
+    d = run["dtypes"]
+    assert all(d[k] for k in ["params", "activations", "grads", "optimizer_state"]), f"{run['precision']}: dtypes missing"
+ladder = ["amp-noscale", "fp16-f32state", "fp32-sgd", "amp-sgd", "fp16-sgd"]
+if any(m in runs for m in ladder):
+    missing = [m for m in ladder if m not in runs]
+    assert not missing, f"the ablation ladder ran without {missing}"
+assert os.path.isfile(os.path.join(folder, "grad_exponents.svg")), "no gradient-exponent figure"
 html = open(os.path.join(folder, "report.html")).read()
 assert "<svg" in html and "<script" not in html, "report.html lacks plots or contains scripts"
 print(f"report ok: fp32 Dice {d32:.3f}, amp {damp:.3f}; fp16: {runs['fp16']['diagnosis'][:120]}")

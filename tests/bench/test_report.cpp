@@ -163,7 +163,31 @@ RunResult make_run(const std::string& precision, int64_t steps, bool scaled) {
       r.curves.eval_dice.push_back(0.3 + 0.01 * static_cast<double>(s));
     }
   }
-  r.underflow = {{10, layers(scaled ? 0.2 : 0.1)}, {steps - 1, layers(scaled ? 0.3 : 0.1)}};
+  r.underflow = {{10, layers(scaled ? 0.2 : 0.1), {}}, {steps - 1, layers(scaled ? 0.3 : 0.1), {}}};
+  const bool f16 = precision != "fp32";
+  r.params_dtype = scaled ? "f32" : precision == "fp32" ? "f32" : "f16";
+  r.activations_dtype = r.compute_dtype = f16 ? "f16" : "f32";
+  r.grads_dtype = scaled ? "f16 -> f32" : r.params_dtype;
+  r.optimizer_state_dtype = "m, v f32";
+  r.optimizer_name = "Adam";
+  r.cpu_isa = "avx2";
+  // Logit gradients: fp32's unscaled, 70 of 100 at or below 2^-25; amp's scaled f16, 2 flushed.
+  GradientExponents& e = r.underflow.back().logits;
+  e.dtype = f16 ? "f16" : "f32";
+  e.scale = scaled ? 8192 : 1;
+  e.numel = 100;
+  e.bins.assign(GradientExponents::kHi - GradientExponents::kLo + 1, 0);
+  if (f16) {
+    e.zeros = 2;
+    e.subnormal = 8;
+    e.bins[static_cast<size_t>(-16 - GradientExponents::kLo)] = 8;
+    e.bins[static_cast<size_t>(-8 - GradientExponents::kLo)] = 90;
+  } else {
+    e.flush = 70;
+    e.would_flush = 0.7;
+    e.bins[static_cast<size_t>(-30 - GradientExponents::kLo)] = 70;
+    e.bins[static_cast<size_t>(-20 - GradientExponents::kLo)] = 30;
+  }
   r.sample_predictions.assign(3, std::vector<int64_t>(16 * 16, 1));
   return r;
 }
@@ -217,12 +241,12 @@ TEST_CASE("report: every file is written and well formed", "[report]") {
   const Report rep = make_report();
   write_report(rep, (tmp.path / "out").string());
   const fs::path dir = tmp.path / "out";
-  for (const char* f : {"report.json", "metrics.csv", "report.md", "report.html", "samples.png"}) {
+  for (const char* f : {"report.json", "metrics.csv", "report.md", "report.html", "samples.png", "grad_exponents.svg"}) {
     INFO(f);
     REQUIRE(fs::exists(dir / f));
     CHECK(fs::file_size(dir / f) > 0);
   }
-  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 5);  // no temporaries left
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 6);  // no temporaries left
 
   const std::string json = read(dir / "report.json");
   CHECK(valid_json(json));
@@ -256,21 +280,38 @@ TEST_CASE("report: every file is written and well formed", "[report]") {
   CHECK(csv.find("\namp,1,0.1,") != std::string::npos);
 
   const std::string md = read(dir / "report.md");
-  for (const char* p : {"| fp32 |", "| amp |", "| fp16 |"}) CHECK(count(md, p) == 1);
-  CHECK(md.find("emulated") != std::string::npos);
+  for (const char* p : {"| fp32 |", "| amp |", "| fp16 |"}) CHECK(count(md, p) == 2);  // summary, precision per mode
+  CHECK(md.find("widened to f32") != std::string::npos);
   CHECK(md.find("| 24 (run stopped) |") != std::string::npos);
+  // amp runs at 95 img/s, fp32 at 80: 1.1875, but its f16 was widened to f32 on this path.
+  CHECK(md.find("| n/a (widened to f32; 1.19\u00d7 measured) |") != std::string::npos);
+  CHECK(md.find("| 1.00\u00d7 |") != std::string::npos);
+  CHECK(md.find("CPU kernel path avx2") != std::string::npos);
+  // Precision per mode. amp: scale 65536 halved to 8192; stored zeros mean over both samples
+  // and 12 layers of 0.2k/24 and 0.3k/24 (k = 0..11) = 0.25 * 5.5 / 24 = 5.7%; logits 2 of 100.
+  CHECK(md.find("| amp | Adam | f32 | f16 | f16 -> f32 | m, v f32 | 8192 / 8192 | 3 | 5.7% / 2.0% | \u2013 / \u2013 |") !=
+        std::string::npos);
+  // fp32: nothing stored in f16; its counterfactual: 0.01k mean 5.5% (weights), 70% (logits).
+  CHECK(md.find("| fp32 | Adam | f32 | f32 | f32 | m, v f32 | \u2013 (no scaler) | 0 | \u2013 / \u2013 | 5.5% / 70.0% |") !=
+        std::string::npos);
+  CHECK(md.find("![gradient exponents of the logits](grad_exponents.svg)") != std::string::npos);
+  const std::string svg = read(dir / "grad_exponents.svg");
+  CHECK(svg.find("would flush if stored in f16 70.0%") != std::string::npos);
+  CHECK(svg.find("flushed (stored zeros) 2.0%") != std::string::npos);
+  CHECK(svg.find("scaled by 8192") != std::string::npos);
+  CHECK(json.find("\"logits_grad\"") != std::string::npos);
   CHECK(md.find(rep.compare_text) != std::string::npos);
   CHECK(md.find("## Gradient underflow: amp at step 59") != std::string::npos);
   CHECK(md.find("overflow in f16") != std::string::npos);
   CHECK(summary_table(rep).find("| amp |") != std::string::npos);
 
   const std::string html = read(dir / "report.html");
-  CHECK(count(html, "<svg") == 6);  // loss x2, Dice x2, loss scale, per-layer underflow
+  CHECK(count(html, "<svg") == 7);  // loss x2, Dice x2, loss scale, gradient exponents, per-layer zeros
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("src=\"http") == std::string::npos);
   CHECK(html.find("<link") == std::string::npos);
   CHECK(html.find("src=\"samples.png\"") != std::string::npos);
-  CHECK(html.find("emulated") != std::string::npos);
+  CHECK(html.find("widened to f32") != std::string::npos);
   CHECK(html.find("Adam&#39;s eps") != std::string::npos);
   CHECK(html.find("nan") == std::string::npos);
   CHECK(count(html, "<html") == 1);
@@ -286,11 +327,11 @@ TEST_CASE("report: a GPU run has no CPU note, no samples no PNG", "[report]") {
   }
   write_report(rep, tmp.path.string());
   CHECK_FALSE(fs::exists(tmp.path / "samples.png"));
-  CHECK(read(tmp.path / "report.md").find("emulated") == std::string::npos);
+  CHECK(read(tmp.path / "report.md").find("widened to f32") == std::string::npos);
   const std::string html = read(tmp.path / "report.html");
-  CHECK(html.find("emulated") == std::string::npos);
+  CHECK(html.find("widened to f32") == std::string::npos);
   CHECK(html.find("samples.png") == std::string::npos);
-  CHECK(summary_table(rep).find("emulated") == std::string::npos);
+  CHECK(summary_table(rep).find("widened to f32") == std::string::npos);
 }
 
 TEST_CASE("report: a report without runs or samples is still complete", "[report]") {
