@@ -95,7 +95,11 @@ TEST_CASE("racecheck: blocks adding to one device-memory word race unless atomic
   const std::string msg = error_of([] { global_count(8, false); });
   INFO(msg);
   REQUIRE_THAT(msg, Contains("hazard on device memory") && Contains("different blocks"));
-  REQUIRE(sites_in(msg, "tests/cuda/race_kernels.cu") == 2);
+  // Both sites are the kernel's `*count += 1` (line 32). GCC at -O1 (the ASan build) files
+  // that instrumented access under the generated unit that includes race_kernels.cu (its
+  // line number is still the kernel source's), so either file name names the right line.
+  REQUIRE(sites_in(msg, "tests/cuda/race_kernels(\\.cu|_emu\\.cpp)") == 2);
+  REQUIRE_THAT(msg, Contains("_kernels.cu:32") || Contains("_kernels_emu.cpp:32"));
   REQUIRE(global_count(8, true) == 8);
 }
 
