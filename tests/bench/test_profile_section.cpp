@@ -11,11 +11,6 @@ using namespace hg;
 using namespace hg::segbench;
 
 namespace {
-Flags parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "segbench");
-  return parse_flags(args);
-}
-
 OpProfile made_up(double gemm, double elementwise, double reduced_elementwise, double cast, double other) {
   OpProfile p;
   p.step = 2;
@@ -31,14 +26,14 @@ OpProfile made_up(double gemm, double elementwise, double reduced_elementwise, d
 }  // namespace
 
 TEST_CASE("segbench --profile-ops takes a step that is run", "[segbench][profile]") {
-  const Flags ok = parse({"--profile", "quick", "--profile-ops", "2"});
+  const Flags ok = parse_flags({"segbench", "--profile", "quick", "--profile-ops", "2"});
   REQUIRE(ok.run);
   CHECK(ok.config.profile_ops_step == 2);
-  CHECK(parse({"--profile", "quick"}).config.profile_ops_step == -1);
-  const Flags late = parse({"--profile", "quick", "--profile-ops", "30"});
+  CHECK(parse_flags({"segbench", "--profile", "quick"}).config.profile_ops_step == -1);
+  const Flags late = parse_flags({"segbench", "--profile", "quick", "--profile-ops", "30"});
   CHECK(late.exit_code == 2);
   CHECK_THAT(late.message, Catch::Contains("--profile-ops: step 30 is not run; steps run from 0 to 29"));
-  CHECK(parse({"--profile-ops", "-1"}).exit_code == 2);
+  CHECK(parse_flags({"segbench", "--profile-ops", "-1"}).exit_code == 2);
 }
 
 TEST_CASE("op profile diagnosis splits amp's extra time by kind of op", "[segbench][profile]") {
