@@ -13,93 +13,25 @@
 
 #include "framework/bfloat16.h"
 #include "framework/half_convert.h"
+#include "tests/framework/format16_reference.h"
 
 using hg::bfloat16;
 
 namespace {
 
-uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
-float float_of(uint32_t u) { return std::bit_cast<float>(u); }
+using namespace hg::test;
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+bool bf16_is_nan(uint16_t b) { return kBfloat16.is_nan(b); }
+double unbounded_value(uint16_t b) { return kBfloat16.unbounded_value(b); }
+double reference_value(uint16_t b) { return kBfloat16.value(b); }
 
-bool bf16_is_nan(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0; }
-
-// The format's definition read literally; exponent 255 decodes as a normal number, giving
-// 2^128 for 0x7f80: the value an unbounded exponent would put after the largest bf16.
-double unbounded_value(uint16_t b) {
-  const int e = (b >> 7) & 0xff;
-  const int m = b & 0x7f;
-  const double mag = e == 0 ? std::ldexp(m, -133) : std::ldexp(128 + m, e - 134);
-  return (b & 0x8000) ? -mag : mag;
-}
-
-double reference_value(uint16_t b) {
-  if ((b & 0x7f80) == 0x7f80) {
-    if (b & 0x7f) return std::numeric_limits<double>::quiet_NaN();
-    return (b & 0x8000) ? -HUGE_VAL : HUGE_VAL;
-  }
-  return unbounded_value(b);
-}
-
-// Round-to-nearest-even by search over every finite non-negative bf16 plus 2^128, so a value
-// past the last midpoint rounds to "2^128", which overflows to inf.
-class Reference {
- public:
-  Reference() {
-    for (uint32_t b = 0; b <= 0x7f80; ++b) grid_.push_back(unbounded_value(static_cast<uint16_t>(b)));
-  }
-
-  uint16_t round(double v) const {
-    const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-    const double mag = std::fabs(v);
-    if (mag >= grid_.back()) return sign | 0x7f80;
-    const size_t hi = static_cast<size_t>(std::upper_bound(grid_.begin(), grid_.end(), mag) - grid_.begin());
-    const size_t lo = hi - 1;
-    const double mid = (grid_[lo] + grid_[hi]) / 2;  // exact: 9 significant bits
-    const size_t pick = mag < mid ? lo : mag > mid ? hi : (lo % 2 == 0 ? lo : hi);
-    return static_cast<uint16_t>(sign | pick);
-  }
-
- private:
-  std::vector<double> grid_;
-};
-
-const Reference& reference() {
-  static const Reference r;
+const RoundingReference& reference() {
+  static const RoundingReference r(kBfloat16);
   return r;
 }
 
-// Reports the first few misses only; the message is built only on a miss.
-struct Tally {
-  int bad = 0;
-  template <class Message>
-  void check(bool ok, Message&& what) {
-    if (!ok && ++bad <= 5) FAIL_CHECK(what());
-  }
-};
-
-void check_from_float(Tally& t, float f) {
-  const uint16_t got = hg::float_to_bf16_bits(f);
-  if (std::isnan(f)) {
-    t.check(bf16_is_nan(got) && (got & 0x40) && ((got & 0x8000) != 0) == std::signbit(f),
-            [&] { return "float " + hex(bits_of(f)) + " is NaN, got bf16 " + hex(got); });
-  } else {
-    const uint16_t want = reference().round(f);
-    t.check(got == want, [&] { return "float " + hex(bits_of(f)) + " -> " + hex(got) + ", want " + hex(want); });
-  }
-}
-
-void check_from_double(Tally& t, double d) {
-  const uint16_t got = hg::double_to_bf16_bits(d);
-  const uint16_t want = reference().round(d);
-  t.check(got == want,
-          [&] { return "double " + hex(std::bit_cast<uint64_t>(d)) + " -> " + hex(got) + ", want " + hex(want); });
-}
+void check_from_float(Tally& t, float f) { check_float_conversion(t, reference(), kBfloat16, f, hg::float_to_bf16_bits(f)); }
+void check_from_double(Tally& t, double d) { check_double_conversion(t, reference(), d, hg::double_to_bf16_bits(d)); }
 
 uint16_t b16(float f) { return hg::float_to_bf16_bits(f); }
 

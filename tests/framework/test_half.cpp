@@ -13,94 +13,25 @@
 
 #include "framework/half.h"
 #include "framework/half_convert.h"
+#include "tests/framework/format16_reference.h"
 
 using hg::half;
 
 namespace {
 
-uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
-float float_of(uint32_t u) { return std::bit_cast<float>(u); }
+using namespace hg::test;
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+bool half_is_nan(uint16_t b) { return kBinary16.is_nan(b); }
+double unbounded_value(uint16_t b) { return kBinary16.unbounded_value(b); }
+double reference_value(uint16_t b) { return kBinary16.value(b); }
 
-bool half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
-
-// The IEEE definition read literally; exponent 31 decodes as a normal number, which gives
-// 2^16 for 0x7c00: the value an unbounded exponent would put after 65504.
-double unbounded_value(uint16_t h) {
-  const int e = (h >> 10) & 0x1f;
-  const int m = h & 0x3ff;
-  const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
-  return (h & 0x8000) ? -mag : mag;
-}
-
-double reference_value(uint16_t h) {
-  if ((h & 0x7c00) == 0x7c00) {
-    if (h & 0x3ff) return std::numeric_limits<double>::quiet_NaN();
-    return (h & 0x8000) ? -HUGE_VAL : HUGE_VAL;
-  }
-  return unbounded_value(h);
-}
-
-// Round-to-nearest-even by search: the grid holds every finite non-negative half plus 2^16,
-// so a value past the last midpoint rounds to "2^16", which IEEE says overflows to inf.
-class Reference {
- public:
-  Reference() {
-    for (uint32_t b = 0; b <= 0x7c00; ++b) grid_.push_back(unbounded_value(static_cast<uint16_t>(b)));
-  }
-
-  uint16_t round(double v) const {
-    const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-    const double mag = std::fabs(v);
-    if (mag >= grid_.back()) return sign | 0x7c00;
-    const size_t hi = static_cast<size_t>(std::upper_bound(grid_.begin(), grid_.end(), mag) - grid_.begin());
-    const size_t lo = hi - 1;
-    const double mid = (grid_[lo] + grid_[hi]) / 2;  // exact: 12 significant bits
-    const size_t pick = mag < mid ? lo : mag > mid ? hi : (lo % 2 == 0 ? lo : hi);
-    return static_cast<uint16_t>(sign | pick);
-  }
-
- private:
-  std::vector<double> grid_;
-};
-
-const Reference& reference() {
-  static const Reference r;
+const RoundingReference& reference() {
+  static const RoundingReference r(kBinary16);
   return r;
 }
 
-// Compares one conversion with the reference; reports the first few misses only, so a
-// broken build prints a readable failure instead of a million.
-struct Tally {
-  int bad = 0;
-  template <class Message>
-  void check(bool ok, Message&& what) {
-    if (!ok && ++bad <= 5) FAIL_CHECK(what());
-  }
-};
-
-void check_from_float(Tally& t, float f) {
-  const uint16_t got = hg::float_to_half_bits(f);
-  if (std::isnan(f)) {
-    t.check(half_is_nan(got) && (got & 0x200) && ((got & 0x8000) != 0) == std::signbit(f),
-            [&] { return "float " + hex(bits_of(f)) + " is NaN, got half " + hex(got); });
-  } else {
-    const uint16_t want = reference().round(f);
-    t.check(got == want, [&] { return "float " + hex(bits_of(f)) + " -> " + hex(got) + ", want " + hex(want); });
-  }
-}
-
-void check_from_double(Tally& t, double d) {
-  const uint16_t got = hg::double_to_half_bits(d);
-  const uint16_t want = reference().round(d);
-  t.check(got == want,
-          [&] { return "double " + hex(std::bit_cast<uint64_t>(d)) + " -> " + hex(got) + ", want " + hex(want); });
-}
+void check_from_float(Tally& t, float f) { check_float_conversion(t, reference(), kBinary16, f, hg::float_to_half_bits(f)); }
+void check_from_double(Tally& t, double d) { check_double_conversion(t, reference(), d, hg::double_to_half_bits(d)); }
 
 uint16_t h16(float f) { return hg::float_to_half_bits(f); }
 
