@@ -1,6 +1,7 @@
 // Recording for hg::Profiler: the out-of-line halves of the hooks in profiler_hook.h. Events
 // go to one process-wide list under a mutex (the dispatching threads are few); the per-thread
-// state (open ops and ranges, bytes allocated since the last op) is thread_local.
+// state (open ops and ranges, bytes allocated since the last op) is thread_local. cuda ops
+// get an event pair from the backend's DeviceTimer (profiler_device.h), resolved at stop().
 #include "framework/profiler.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "framework/autograd.h"
 #include "framework/cpu/isa.h"
 #include "framework/error.h"
+#include "framework/profiler_device.h"
 #include "framework/profiler_hook.h"
 #include "framework/tensor.h"
 
@@ -24,6 +26,8 @@ std::atomic<bool> g_recording{false};
 struct OpRecord {
   ProfileEvent ev;
   std::chrono::steady_clock::time_point t0;
+  int64_t pair = -1;       // the DeviceTimer's pair, from the op's first device work
+  void* stream = nullptr;  // where its last device work went
 };
 
 namespace {
@@ -36,6 +40,12 @@ int g_threads = 0;
 std::atomic<int64_t> g_live{0};
 // The one thread that records, or no thread id: all threads record.
 std::atomic<std::thread::id> g_only_thread{};
+DeviceTimer* g_timer = nullptr;  // registered at load time by the cuda backend
+AllocatorBytes (*g_allocator_bytes)(int device) = nullptr;  // the same
+bool g_timer_session = false;    // g_timer->begin() was called for the profiler recording
+std::atomic<bool> g_timing{false};  // pairs are recorded (off after a CUDA failure)
+std::string g_timing_error;
+std::vector<std::pair<size_t, int64_t>> g_pairs;  // (index in *g_sink, pair) of committed events
 
 // The hot paths load the flag relaxed; the slow path pairs with the release store in
 // Profiler() so that a thread which saw the flag also sees the start time and sink.
@@ -50,6 +60,7 @@ struct ThreadState {
   int depth = 0;      // open ops and ranges
   int op_depth = 0;   // open ops
   int64_t pending_alloc = 0;
+  int64_t pending_reserve = 0;
   std::vector<OpRecord*> open_ops;
 };
 thread_local ThreadState t_state;
@@ -79,9 +90,49 @@ void fill_context(ProfileEvent& ev) {
   }
 }
 
-void commit(ProfileEvent&& ev) {
+void commit(ProfileEvent&& ev, int64_t pair = -1) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_sink) g_sink->push_back(std::move(ev));
+  if (!g_sink) return;
+  if (pair >= 0) g_pairs.emplace_back(g_sink->size(), pair);
+  g_sink->push_back(std::move(ev));
+}
+
+// A CUDA failure ends device timing for this session (the ops keep running): their
+// events fall back to host time and the stats say why.
+void timing_failed(const char* what) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_timing.exchange(false)) g_timing_error = what;
+}
+
+int64_t timer_start(Device d, void* stream) {
+  if (!g_timing.load(std::memory_order_relaxed)) return -1;
+  try {
+    return g_timer->start(d.index, stream);
+  } catch (const std::exception& e) {
+    timing_failed(e.what());
+    return -1;
+  }
+}
+
+void timer_end(int64_t pair, Device d, void* stream) noexcept {
+  if (!g_timing.load(std::memory_order_relaxed)) return;
+  try {
+    g_timer->end(pair, d.index, stream);
+  } catch (const std::exception& e) {
+    timing_failed(e.what());
+  }
+}
+
+// The caching allocator of a cuda op's device, as the op ended.
+void allocator_bytes(ProfileEvent& ev) noexcept {
+  if (!g_allocator_bytes) return;
+  try {
+    const AllocatorBytes b = g_allocator_bytes(ev.device.index);
+    ev.allocator_in_use = b.in_use;
+    ev.allocator_reserved = b.reserved;
+  } catch (const std::exception&) {
+    ev.allocator_in_use = ev.allocator_reserved = -1;
+  }
 }
 
 std::string dtype_summary(const ProfileEvent& ev) {
@@ -147,11 +198,22 @@ OpScope::~OpScope() {
   ev.dur_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - rec_->t0).count();
   ev.bytes_allocated += t_state.pending_alloc;
   t_state.pending_alloc = 0;
+  ev.reserved_delta += t_state.pending_reserve;
+  t_state.pending_reserve = 0;
   ev.live_bytes = g_live.load(std::memory_order_relaxed);
+  if (ev.device.is_cuda()) {
+    allocator_bytes(ev);
+    if (rec_->pair >= 0) {
+      timer_end(rec_->pair, ev.device, rec_->stream);
+    } else if (g_timing.load(std::memory_order_relaxed)) {
+      ev.device_start_ns = ev.start_ns;  // no device work: none of the device's time
+      ev.device_dur_ns = 0;
+    }
+  }
   ev.dtype = dtype_summary(ev);
   if (ev.stub == "copy" && ev.dtype.find("->") != std::string::npos) ev.name = "cast";
   ev.flops = op_flops(ev.stub, ev.shapes);
-  commit(std::move(ev));
+  commit(std::move(ev), rec_->pair);
   delete rec_;
 }
 
@@ -163,6 +225,11 @@ void on_alloc(size_t nbytes) {
 
 void on_free(size_t nbytes) { g_live.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed); }
 
+void on_reserve(int64_t delta) {
+  if (!t_state.open_ops.empty()) t_state.open_ops.back()->ev.reserved_delta += delta;
+  else t_state.pending_reserve += delta;
+}
+
 void note_kernel(const char* name) {
   if (t_state.open_ops.empty()) return;
   std::string& k = t_state.open_ops.back()->ev.kernel;
@@ -170,6 +237,18 @@ void note_kernel(const char* name) {
   if (!k.empty()) k += " + ";
   k += name;
 }
+
+void note_device_work(Device device, void* stream) {
+  // The work is part of every open op of that device: outer ops' pairs start first.
+  for (OpRecord* op : t_state.open_ops) {
+    if (op->ev.device != device) continue;
+    if (op->pair < 0) op->pair = timer_start(device, stream);
+    op->stream = stream;
+  }
+}
+
+void register_device_timer(DeviceTimer* timer) { g_timer = timer; }
+void register_allocator_bytes(AllocatorBytes (*query)(int device)) { g_allocator_bytes = query; }
 
 // A range open on this thread: its event is completed when it closes.
 namespace {
@@ -216,16 +295,23 @@ int64_t device_in_use(Device d) {
 }
 }  // namespace
 
-Profiler::Profiler(bool this_thread_only) {
+Profiler::Profiler(const ProfilerOptions& options) {
   using namespace profiler_hook;
+  HG_CHECK(options.device_event_pairs >= 1, "hg::Profiler: ProfilerOptions::device_event_pairs is 0; it must be at "
+           "least 1 (the default, 4096, is resolved at stop() without waiting on the device in a step)");
   std::lock_guard<std::mutex> lock(g_mu);
   HG_CHECK(g_owner == nullptr,
            "hg::Profiler: another Profiler is already recording; stop() it before starting a new one");
+  g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
+  g_only_thread.store(options.this_thread_only ? std::this_thread::get_id() : std::thread::id());
+  g_t0 = std::chrono::steady_clock::now();
+  g_pairs.clear();
+  g_timing_error.clear();
+  if (g_timer) g_timer->begin(g_t0, options.device_event_pairs);
+  g_timer_session = g_timer != nullptr;
+  g_timing.store(g_timer_session);
   g_owner = this;
   g_sink = &events_;
-  g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
-  g_only_thread.store(this_thread_only ? std::this_thread::get_id() : std::thread::id());
-  g_t0 = std::chrono::steady_clock::now();
   recording_ = true;
   g_recording.store(true, std::memory_order_release);
 }
@@ -237,12 +323,55 @@ void Profiler::stop() {
   if (!recording_) return;
   g_recording.store(false, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_mu);
+  // The device's work is waited for first, so that it lies inside the profiled wall time.
+  std::string error = g_timing_error;
+  if (g_timing.exchange(false)) {
+    try {
+      g_timer->synchronize();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
   wall_ns_ = since_start(std::chrono::steady_clock::now());
+  if (g_timer_session) resolve_device_times(error);
+  g_timer_session = false;
   g_owner = nullptr;
   g_sink = nullptr;
   recording_ = false;
   std::stable_sort(events_.begin(), events_.end(),
                    [](const ProfileEvent& a, const ProfileEvent& b) { return a.start_ns < b.start_ns; });
+}
+
+// Called by stop() under the recording mutex, with the device's work done: each event with
+// a pair gets its span. When device timing failed anywhere, no event keeps a device time
+// (a table mixing device and host times would mislead).
+void Profiler::resolve_device_times(const std::string& error) {
+  using namespace profiler_hook;
+  std::vector<DeviceSpan> spans;
+  device_timing_ = {};
+  try {
+    spans = g_timer->finish(device_timing_);
+  } catch (const std::exception& e) {
+    if (error.empty()) device_timing_.error = e.what();
+  }
+  if (!error.empty()) device_timing_.error = error;
+  if (!device_timing_.error.empty()) {
+    for (ProfileEvent& e : events_) e.device_start_ns = e.device_dur_ns = -1;
+    return;
+  }
+  for (const auto& [index, pair] : g_pairs) {
+    if (index >= events_.size() || pair < 0 || static_cast<size_t>(pair) >= spans.size()) continue;
+    ProfileEvent& e = events_[index];
+    e.device_start_ns = spans[static_cast<size_t>(pair)].start_ns;
+    e.device_dur_ns = spans[static_cast<size_t>(pair)].dur_ns;
+    e.stream = spans[static_cast<size_t>(pair)].stream;
+  }
+  g_pairs.clear();
+}
+
+DeviceTimingStats Profiler::device_timing() const {
+  stopped("device_timing");
+  return device_timing_;
 }
 
 const std::vector<ProfileEvent>& Profiler::stopped(const char* what) const {
