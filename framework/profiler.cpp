@@ -189,6 +189,9 @@ void OpScope::start() {
 
 OpScope::~OpScope() {
   if (!rec_) return;
+  // The end event first: the op's device work is issued by now, and the host span then
+  // contains the device span wherever the device is the host (the emulation).
+  if (rec_->pair >= 0) timer_end(rec_->pair, rec_->ev.device, rec_->stream);
   auto t1 = std::chrono::steady_clock::now();
   --t_state.depth;
   --t_state.op_depth;
@@ -203,9 +206,7 @@ OpScope::~OpScope() {
   ev.live_bytes = g_live.load(std::memory_order_relaxed);
   if (ev.device.is_cuda()) {
     allocator_bytes(ev);
-    if (rec_->pair >= 0) {
-      timer_end(rec_->pair, ev.device, rec_->stream);
-    } else if (g_timing.load(std::memory_order_relaxed)) {
+    if (rec_->pair < 0 && g_timing.load(std::memory_order_relaxed)) {
       ev.device_start_ns = ev.start_ns;  // no device work: none of the device's time
       ev.device_dur_ns = 0;
     }
