@@ -1,7 +1,7 @@
 // Recording for hg::Profiler: the out-of-line halves of the hooks in profiler_hook.h. Events
 // go to one process-wide list under a mutex (the dispatching threads are few); the per-thread
 // state (open ops and ranges, bytes allocated since the last op) is thread_local. cuda ops
-// get an event pair from the backend's DeviceTimer (profiler_device.h), resolved at stop().
+// get an event pair from the backend's timer at their first device work (profiler_timing.h).
 #include "framework/profiler.h"
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "framework/error.h"
 #include "framework/profiler_device.h"
 #include "framework/profiler_hook.h"
+#include "framework/profiler_timing.h"
 #include "framework/tensor.h"
 
 namespace hg {
@@ -40,12 +41,6 @@ int g_threads = 0;
 std::atomic<int64_t> g_live{0};
 // The one thread that records, or no thread id: all threads record.
 std::atomic<std::thread::id> g_only_thread{};
-DeviceTimer* g_timer = nullptr;  // registered at load time by the cuda backend
-AllocatorBytes (*g_allocator_bytes)(int device) = nullptr;  // the same
-bool g_timer_session = false;    // g_timer->begin() was called for the profiler recording
-std::atomic<bool> g_timing{false};  // pairs are recorded (off after a CUDA failure)
-std::string g_timing_error;
-std::vector<std::pair<size_t, int64_t>> g_pairs;  // (index in *g_sink, pair) of committed events
 
 // The hot paths load the flag relaxed; the slow path pairs with the release store in
 // Profiler() so that a thread which saw the flag also sees the start time and sink.
@@ -93,46 +88,8 @@ void fill_context(ProfileEvent& ev) {
 void commit(ProfileEvent&& ev, int64_t pair = -1) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_sink) return;
-  if (pair >= 0) g_pairs.emplace_back(g_sink->size(), pair);
+  if (pair >= 0) timing::committed(g_sink->size(), pair);
   g_sink->push_back(std::move(ev));
-}
-
-// A CUDA failure ends device timing for this session (the ops keep running): their
-// events fall back to host time and the stats say why.
-void timing_failed(const char* what) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_timing.exchange(false)) g_timing_error = what;
-}
-
-int64_t timer_start(Device d, void* stream) {
-  if (!g_timing.load(std::memory_order_relaxed)) return -1;
-  try {
-    return g_timer->start(d.index, stream);
-  } catch (const std::exception& e) {
-    timing_failed(e.what());
-    return -1;
-  }
-}
-
-void timer_end(int64_t pair, Device d, void* stream) noexcept {
-  if (!g_timing.load(std::memory_order_relaxed)) return;
-  try {
-    g_timer->end(pair, d.index, stream);
-  } catch (const std::exception& e) {
-    timing_failed(e.what());
-  }
-}
-
-// The caching allocator of a cuda op's device, as the op ended.
-void allocator_bytes(ProfileEvent& ev) noexcept {
-  if (!g_allocator_bytes) return;
-  try {
-    const AllocatorBytes b = g_allocator_bytes(ev.device.index);
-    ev.allocator_in_use = b.in_use;
-    ev.allocator_reserved = b.reserved;
-  } catch (const std::exception&) {
-    ev.allocator_in_use = ev.allocator_reserved = -1;
-  }
 }
 
 std::string dtype_summary(const ProfileEvent& ev) {
@@ -191,7 +148,7 @@ OpScope::~OpScope() {
   if (!rec_) return;
   // The end event first: the op's device work is issued by now, and the host span then
   // contains the device span wherever the device is the host (the emulation).
-  if (rec_->pair >= 0) timer_end(rec_->pair, rec_->ev.device, rec_->stream);
+  if (rec_->pair >= 0) timing::end(rec_->pair, rec_->ev.device, rec_->stream);
   auto t1 = std::chrono::steady_clock::now();
   --t_state.depth;
   --t_state.op_depth;
@@ -205,8 +162,8 @@ OpScope::~OpScope() {
   t_state.pending_reserve = 0;
   ev.live_bytes = g_live.load(std::memory_order_relaxed);
   if (ev.device.is_cuda()) {
-    allocator_bytes(ev);
-    if (rec_->pair < 0 && g_timing.load(std::memory_order_relaxed)) {
+    timing::allocator_bytes(ev);
+    if (rec_->pair < 0 && timing::on()) {
       ev.device_start_ns = ev.start_ns;  // no device work: none of the device's time
       ev.device_dur_ns = 0;
     }
@@ -243,13 +200,11 @@ void note_device_work(Device device, void* stream) {
   // The work is part of every open op of that device: outer ops' pairs start first.
   for (OpRecord* op : t_state.open_ops) {
     if (op->ev.device != device) continue;
-    if (op->pair < 0) op->pair = timer_start(device, stream);
+    if (op->pair < 0) op->pair = timing::start(device, stream);
     op->stream = stream;
   }
 }
 
-void register_device_timer(DeviceTimer* timer) { g_timer = timer; }
-void register_allocator_bytes(AllocatorBytes (*query)(int device)) { g_allocator_bytes = query; }
 
 // A range open on this thread: its event is completed when it closes.
 namespace {
@@ -306,11 +261,7 @@ Profiler::Profiler(const ProfilerOptions& options) {
   g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
   g_only_thread.store(options.this_thread_only ? std::this_thread::get_id() : std::thread::id());
   g_t0 = std::chrono::steady_clock::now();
-  g_pairs.clear();
-  g_timing_error.clear();
-  if (g_timer) g_timer->begin(g_t0, options.device_event_pairs);
-  g_timer_session = g_timer != nullptr;
-  g_timing.store(g_timer_session);
+  timing::begin(g_t0, options.device_event_pairs);
   g_owner = this;
   g_sink = &events_;
   recording_ = true;
@@ -325,49 +276,14 @@ void Profiler::stop() {
   g_recording.store(false, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_mu);
   // The device's work is waited for first, so that it lies inside the profiled wall time.
-  std::string error = g_timing_error;
-  if (g_timing.exchange(false)) {
-    try {
-      g_timer->synchronize();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
+  timing::synchronize();
   wall_ns_ = since_start(std::chrono::steady_clock::now());
-  if (g_timer_session) resolve_device_times(error);
-  g_timer_session = false;
+  device_timing_ = timing::finish(events_);
   g_owner = nullptr;
   g_sink = nullptr;
   recording_ = false;
   std::stable_sort(events_.begin(), events_.end(),
                    [](const ProfileEvent& a, const ProfileEvent& b) { return a.start_ns < b.start_ns; });
-}
-
-// Called by stop() under the recording mutex, with the device's work done: each event with
-// a pair gets its span. When device timing failed anywhere, no event keeps a device time
-// (a table mixing device and host times would mislead).
-void Profiler::resolve_device_times(const std::string& error) {
-  using namespace profiler_hook;
-  std::vector<DeviceSpan> spans;
-  device_timing_ = {};
-  try {
-    spans = g_timer->finish(device_timing_);
-  } catch (const std::exception& e) {
-    if (error.empty()) device_timing_.error = e.what();
-  }
-  if (!error.empty()) device_timing_.error = error;
-  if (!device_timing_.error.empty()) {
-    for (ProfileEvent& e : events_) e.device_start_ns = e.device_dur_ns = -1;
-    return;
-  }
-  for (const auto& [index, pair] : g_pairs) {
-    if (index >= events_.size() || pair < 0 || static_cast<size_t>(pair) >= spans.size()) continue;
-    ProfileEvent& e = events_[index];
-    e.device_start_ns = spans[static_cast<size_t>(pair)].start_ns;
-    e.device_dur_ns = spans[static_cast<size_t>(pair)].dur_ns;
-    e.stream = spans[static_cast<size_t>(pair)].stream;
-  }
-  g_pairs.clear();
 }
 
 DeviceTimingStats Profiler::device_timing() const {

@@ -125,7 +125,6 @@ class Profiler {
 
  private:
   const std::vector<ProfileEvent>& stopped(const char* what) const;
-  void resolve_device_times(const std::string& error);
   bool recording_ = false;
   int64_t wall_ns_ = 0;
   std::vector<ProfileEvent> events_;
