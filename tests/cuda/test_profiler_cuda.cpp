@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/caching_allocator.h"
+#include "cuda/runtime.h"
+#include "cuda/stream.h"
 #include "framework/profiler.h"
 #include "halfgrad.h"
 #include "tests/cuda/op_compare.h"
@@ -197,4 +200,34 @@ TEST_CASE("profiler: the caching allocator's reserved bytes per op, and as count
   REQUIRE(last.at("name") == "allocator");
   CHECK(last.at("args").at("in use").get<int64_t>() == after.in_use);
   CHECK(last.at("args").at("in use").get<int64_t>() + last["args"].at("cached").get<int64_t>() == after.reserved);
+}
+
+TEST_CASE("profiler: each device and stream has its own clock alignment and trace track", "[cuda][emu][profiler]") {
+  HG_REQUIRE_CUDA();
+  if (cuda::device_count() < 2) HG_SKIP("one cuda device: the second device's track is not tested");
+  const Tensor x0 = test::random_cpu({256}, DType::f32, 8).to(Device::cuda(0));
+  const Tensor x1 = test::random_cpu({256}, DType::f32, 9).to(Device::cuda(1));
+  const cuda::Stream side = cuda::new_stream(0);
+  Profiler prof;
+  Tensor a = relu(x0);
+  Tensor b = relu(x1);
+  {
+    const cuda::StreamGuard on_side(side);
+    Tensor c = exp(x0);
+  }
+  prof.stop();
+  const DeviceTimingStats stats = prof.device_timing();
+  CHECK(stats.anchor_syncs == 2);  // one per device
+  CHECK(stats.stop_syncs == 3);    // cuda:0's default and side streams, cuda:1's default stream
+  std::vector<std::pair<Device, int>> where;  // each op's device and stream, in order
+  for (const ProfileEvent* e : top_level_ops(prof)) {
+    REQUIRE(e->device_timed());
+    where.emplace_back(e->device, e->stream);
+  }
+  CHECK(where == std::vector<std::pair<Device, int>>{{Device::cuda(0), 0}, {Device::cuda(1), 0}, {Device::cuda(0), 1}});
+  const test::TraceSummary trace = test::check_trace(prof.chrome_trace());
+  CHECK(trace.process_names.at(2) == "cuda:0 (device time)");
+  CHECK(trace.process_names.at(3) == "cuda:1 (device time)");
+  CHECK(trace.track_names.at({2, 2}) == "stream 1");
+  CHECK(trace.track_names.at({3, 1}) == "stream 0 (default)");
 }
