@@ -1,17 +1,21 @@
 // hg::Profiler on cuda:0 (a GPU, or the CPU emulation): cuda ops are timed by CUDA event
 // pairs resolved at stop() without a host wait per op, name the kernels they launched, and
-// carry the caching allocator's bytes; the trace has a device track and allocator counters.
+// carry the caching allocator's bytes; the trace has a device track and allocator counters;
+// a failing event call leaves host times and says why.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cuda/caching_allocator.h"
+#include "cuda/profiler_events.h"
 #include "cuda/runtime.h"
 #include "cuda/stream.h"
 #include "framework/profiler.h"
+#include "framework/profiler_device.h"
 #include "halfgrad.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
@@ -230,4 +234,34 @@ TEST_CASE("profiler: each device and stream has its own clock alignment and trac
   CHECK(trace.process_names.at(3) == "cuda:1 (device time)");
   CHECK(trace.track_names.at({2, 2}) == "stream 1");
   CHECK(trace.track_names.at({3, 1}) == "stream 0 (default)");
+}
+
+namespace {
+// A timer whose every event record fails, as a CUDA error would make it.
+struct FailingTimer final : profiler_hook::DeviceTimer {
+  void begin(std::chrono::steady_clock::time_point, size_t) override {}
+  int64_t start(int, void*) override { throw Error("cudaEventRecord: an injected failure"); }
+  void end(int64_t, int, void*) override {}
+  void synchronize() override {}
+  std::vector<profiler_hook::DeviceSpan> finish(DeviceTimingStats&) override { return {}; }
+};
+}  // namespace
+
+TEST_CASE("profiler: when a CUDA event call fails, cuda ops fall back to host time and say why", "[cuda][emu][profiler]") {
+  HG_REQUIRE_CUDA();
+  const Tensor x = test::random_cpu({256}, DType::f32, 10).to(test::kCuda);
+  FailingTimer failing;
+  profiler_hook::register_device_timer(&failing);
+  struct Restore {
+    ~Restore() { profiler_hook::register_device_timer(&cuda::profiler_event_timer()); }
+  } restore;
+  Profiler prof;
+  const Tensor y = relu(x);  // runs: the failure ends timing, not the op
+  prof.stop();
+  test::require_close(y.to(Device::cpu()), relu(x.to(Device::cpu())));
+  CHECK(prof.device_timing().error == "cudaEventRecord: an injected failure");
+  const ProfileEvent& e = only_op(prof, "relu");
+  CHECK_FALSE(e.device_timed());
+  CHECK(e.time_ns() == e.dur_ns);
+  CHECK_THAT(prof.table(), Contains("device timing failed: cudaEventRecord: an injected failure"));
 }
