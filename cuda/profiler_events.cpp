@@ -47,6 +47,9 @@ class EventTimer final : public profiler_hook::DeviceTimer {
     anchors_.resize(devices);
     streams_.assign(devices, {nullptr});
     for (Anchor& a : anchors_) a.set = false;
+    // Pairs a failed session left unresolved: their events are recorded afresh when reused.
+    for (const auto& [number, slot] : slot_of_) release(slot);
+    slot_of_.clear();
     t0_ = t0;
     capacity_ = capacity;
     spans_.clear();
@@ -103,7 +106,7 @@ class EventTimer final : public profiler_hook::DeviceTimer {
   void anchor(int device, cudaStream_t s) {
     Anchor& a = anchors_[static_cast<size_t>(device)];
     if (!a.event) HG_CUDA_CHECK(cudaEventCreate(&a.event));
-    HG_CUDA_CHECK(cudaEventRecord(a.event, s));  // waits for the work already on the stream
+    HG_CUDA_CHECK(cudaEventRecord(a.event, s));  // completes after the work already on the stream
     HG_CUDA_CHECK(cudaEventSynchronize(a.event));
     ++stats_.anchor_syncs;
     a.host_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0_).count();
