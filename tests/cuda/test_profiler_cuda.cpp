@@ -108,16 +108,24 @@ TEST_CASE("profiler: cuda ops get device time from CUDA events, with no host wai
     device_sum += e->device_dur_ns;
   }
   // The ops run one after another on one stream: their device times fit in the profiled
-  // wall time, and (the kernels being most of the work) fill at least a third of it.
+  // wall time. Emulated kernels are most of the work there, so they fill at least a third of
+  // it (on a GPU these microsecond kernels fill little of a wall time spent on the host).
   CHECK(device_sum <= prof.wall_ns());
-  CHECK(static_cast<double>(device_sum) >= static_cast<double>(prof.wall_ns()) / 3);
+  if (cuda::is_emulated()) CHECK(static_cast<double>(device_sum) >= static_cast<double>(prof.wall_ns()) / 3);
   CHECK(prof.op_total_ns() == device_sum);
 
-  // The kernel_log hook: each event names the kernels its op launched.
+  // The kernel_log hook: each event names the kernels its op launched (the emulation runs
+  // the sm_80 tensor-core kernels; a GPU may choose others).
   const ProfileEvent& mm = only_op(prof, "bmm");
-  CHECK_THAT(mm.kernel, Contains("bmm_tc (mma.sync"));
+  const ProfileEvent& conv = only_op(prof, "conv2d_forward");
   CHECK(mm.flops == 2.0 * 64 * 64 * 64);
-  CHECK_THAT(only_op(prof, "conv2d_forward").kernel, Contains("conv2d_forward_tc (mma.sync"));
+  if (cuda::is_emulated()) {
+    CHECK_THAT(mm.kernel, Contains("bmm_tc (mma.sync"));
+    CHECK_THAT(conv.kernel, Contains("conv2d_forward_tc (mma.sync"));
+  } else {
+    CHECK_FALSE(mm.kernel.empty());
+    CHECK_FALSE(conv.kernel.empty());
+  }
   // key_averages counts device time; the host time (issuing the work) is beside it.
   for (const OpStats& s : prof.key_averages())
     if (s.name == "bmm") {
