@@ -222,7 +222,7 @@ std::string Profiler::chrome_trace() const {
     os << meta("thread_name", 1, tid, "\"name\":" + quote(track))
        << meta("thread_sort_index", 1, tid, "\"sort_index\":" + std::to_string(tid));
   }
-  int named_pid = 0;
+  int named_pid = 0, flows = 0;
   for (const auto& [pid, stream] : device_tracks) {
     if (pid != named_pid)
       os << meta("process_name", pid, 0, "\"name\":\"cuda:" + std::to_string(pid - 2) + " (device time)\"")
@@ -240,10 +240,18 @@ std::string Profiler::chrome_trace() const {
     const std::string end = us(e.start_ns + e.dur_ns);
     os << ",\n{\"name\":\"memory\",\"ph\":\"C\",\"ts\":" << end << ",\"pid\":1,\"args\":{\"bytes in use\":"
        << e.live_bytes << "}}";
-    if (on_device_track(e))
-      os << ",\n{\"name\":" << quote(e.name) << ",\"cat\":\"device\",\"ph\":\"X\",\"ts\":"
-         << us(std::max<int64_t>(e.device_start_ns, 0)) << ",\"dur\":" << us(e.device_dur_ns)
-         << ",\"pid\":" << device_pid(e) << ",\"tid\":" << e.stream + 1 << ",\"args\":" << event_args(e) << "}";
+    if (on_device_track(e)) {
+      const std::string device_ts = us(std::max<int64_t>(e.device_start_ns, 0));
+      os << ",\n{\"name\":" << quote(e.name) << ",\"cat\":\"device\",\"ph\":\"X\",\"ts\":" << device_ts
+         << ",\"dur\":" << us(e.device_dur_ns) << ",\"pid\":" << device_pid(e) << ",\"tid\":" << e.stream + 1
+         << ",\"args\":" << event_args(e) << "}";
+      // A flow arrow from the op on its host track to its work on the device (as
+      // torch.profiler's launch arrows): both ends bind to the slice starting there.
+      ++flows;
+      os << ",\n{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"s\",\"id\":" << flows << ",\"ts\":" << us(e.start_ns)
+         << ",\"pid\":1,\"tid\":" << tid_of(e) << "},\n{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"
+         << flows << ",\"ts\":" << device_ts << ",\"pid\":" << device_pid(e) << ",\"tid\":" << e.stream + 1 << "}";
+    }
     // Stacked in the viewer: in use + cached = what the allocator holds from the driver.
     if (e.allocator_reserved >= 0)
       os << ",\n{\"name\":\"allocator\",\"ph\":\"C\",\"ts\":" << end << ",\"pid\":" << device_pid(e)

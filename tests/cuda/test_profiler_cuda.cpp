@@ -201,6 +201,7 @@ TEST_CASE("profiler: the caching allocator's reserved bytes per op, and as count
       ++device_spans;
     }
   CHECK(device_spans == 3);
+  CHECK(trace.flows.size() == 3);  // an arrow from each op's host span to its device span
   int allocator_counters = 0;
   for (const auto& c : trace.counters)
     if (c.at("name") == "allocator") {

@@ -160,6 +160,7 @@ TEST_CASE("profiler: the Chrome trace is valid trace event format", "[profiler]"
   prof.stop();
   const test::TraceSummary trace = test::check_trace(prof.chrome_trace());
   CHECK(trace.process_names == std::map<int, std::string>{{1, "halfgrad"}});  // no device track for cpu ops
+  CHECK(trace.flows.empty());
   int ops = 0, fwd_tid = -1, bwd_tid = -1;
   for (const auto& ev : trace.spans) {
     if (ev.at("cat") != "op") continue;

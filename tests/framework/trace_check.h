@@ -1,10 +1,11 @@
 // A check of hg::Profiler's Chrome trace against the trace event format, shared by the cpu
 // and cuda profiler tests: every event well formed, every track named, complete events on
-// one track nested. Returns what the tests then look at.
+// one track nested, each flow arrow's ends where spans start. Returns what the tests look at.
 #pragma once
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@ struct TraceSummary {
   std::map<std::pair<int, int>, std::string> track_names;  // (pid, tid) -> name
   std::vector<nlohmann::json> spans;                       // "X" events, in file order
   std::vector<nlohmann::json> counters;                    // "C" events, in file order
+  std::map<int64_t, std::vector<nlohmann::json>> flows;    // "s" and "f" events by id
 };
 
 inline TraceSummary check_trace(const std::string& text) {
@@ -47,6 +49,11 @@ inline TraceSummary check_trace(const std::string& text) {
       by_track[{pid, ev["tid"].get<int>()}].emplace_back(ev["ts"].get<double>(),
                                                          ev["ts"].get<double>() + ev["dur"].get<double>());
       out.spans.push_back(ev);
+    } else if (ph == "s" || ph == "f") {
+      REQUIRE(ev.at("id").is_number_integer());
+      REQUIRE(ev.at("ts").is_number());
+      REQUIRE(ev.at("tid").is_number_integer());
+      out.flows[ev["id"].get<int64_t>()].push_back(ev);
     } else {
       REQUIRE(ph == "C");
       REQUIRE(ev.at("ts").is_number());
@@ -68,6 +75,19 @@ inline TraceSummary check_trace(const std::string& text) {
       while (!open_ends.empty() && open_ends.back() <= b + 1e-6) open_ends.pop_back();
       if (!open_ends.empty()) CHECK(e <= open_ends.back() + 1e-6);
       open_ends.push_back(e);
+    }
+  }
+  // A flow is a start on one track and a finish on another, each at a span's start there.
+  for (const auto& [id, ends] : out.flows) {
+    INFO("flow " << id);
+    REQUIRE(ends.size() == 2);
+    CHECK(ends[0]["ph"] == "s");
+    CHECK(ends[1]["ph"] == "f");
+    for (const auto& end : ends) {
+      bool at_span_start = false;
+      for (const auto& [b, e] : by_track[{end["pid"].get<int>(), end["tid"].get<int>()}])
+        at_span_start = at_span_start || std::abs(b - end["ts"].get<double>()) < 1e-6;
+      CHECK(at_span_start);
     }
   }
   return out;
