@@ -205,7 +205,6 @@ void note_device_work(Device device, void* stream) {
   }
 }
 
-
 // A range open on this thread: its event is completed when it closes.
 namespace {
 thread_local std::vector<std::pair<ProfileEvent, std::chrono::steady_clock::time_point>> t_ranges;

@@ -1,7 +1,8 @@
 // An op-level profiler in the manner of torch.profiler: while an hg::Profiler lives (until
-// stop()), every op dispatch is recorded with its module path, dtypes, shapes, phase, time
-// (cuda ops: device time from CUDA events), bytes allocated, FLOPs and kernel path; the result is a per-op
-// table, a per-module table and a Chrome trace (chrome://tracing, Perfetto). The hooks cost one branch when off.
+// stop()), every op dispatch is recorded with its module path, dtypes, shapes, phase, time (for
+// cuda ops also device time, from CUDA events), bytes allocated, FLOPs and kernel path; the
+// result is a per-op table, a per-module table and a Chrome trace (chrome://tracing, Perfetto).
+// The hooks cost one branch when off.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -117,9 +118,9 @@ class Profiler {
   std::string table(size_t rows = 25) const;
   std::string module_table(size_t rows = 25) const;
   // Trace event format JSON: "X" events (forward and backward of a thread on separate
-  // tids; cuda ops' device time on a process per device, a track per stream), "C"
-  // counters (tensor memory; per cuda device its allocator's bytes in use and cached),
-  // "M" metadata naming processes and tracks.
+  // tids; cuda ops' device time on a process per device, a track per stream, with a flow
+  // arrow from each op's host span), "C" counters (tensor memory; per cuda device its
+  // allocator's bytes in use and cached), "M" metadata naming processes and tracks.
   std::string chrome_trace() const;
   void write_chrome_trace(const std::string& path) const;  // atomically; hg::Error on failure
 
