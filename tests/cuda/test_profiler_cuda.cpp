@@ -17,6 +17,7 @@
 #include "framework/profiler.h"
 #include "framework/profiler_device.h"
 #include "halfgrad.h"
+#include "ops/copy_kernels.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
 #include "tests/framework/trace_check.h"
@@ -273,4 +274,33 @@ TEST_CASE("profiler: when a CUDA event call fails, cuda ops fall back to host ti
   CHECK_FALSE(e.device_timed());
   CHECK(e.time_ns() == e.dur_ns);
   CHECK_THAT(prof.table(), Contains("device timing failed: cudaEventRecord: an injected failure"));
+}
+
+TEST_CASE("profiler: an op dispatched inside a cuda op gets its own pair inside the outer one's", "[cuda][emu][profiler]") {
+  HG_REQUIRE_CUDA();
+  const Device d = test::kCuda;
+  const Tensor host = test::random_cpu({8, 16}, DType::f32, 11);
+  const Tensor dev = empty({16, 8}, {DType::f32, d});
+  Profiler prof;
+  // Into a transposed view: the transfer copies to a contiguous staging tensor (a memcpy),
+  // then dispatches the device copy kernel into the view, inside itself.
+  transfer_stub(d, dev.transpose(0, 1), host);
+  prof.stop();
+  test::require_close(dev.transpose(0, 1).to(Device::cpu()), host);
+  const ProfileEvent *outer = nullptr, *inner = nullptr;
+  for (const ProfileEvent& e : prof.events())
+    if (e.kind == ProfileEvent::Kind::op) (e.nested ? inner : outer) = &e;
+  REQUIRE(outer != nullptr);
+  REQUIRE(inner != nullptr);
+  CHECK(outer->name == "transfer");
+  CHECK(inner->name == "copy");
+  CHECK_THAT(outer->kernel, Contains("memcpy HtoD"));
+  CHECK_FALSE(inner->kernel.empty());
+  REQUIRE(outer->device_timed());
+  REQUIRE(inner->device_timed());
+  CHECK(prof.device_timing().pairs == 2);
+  CHECK(outer->device_start_ns <= inner->device_start_ns);
+  CHECK(inner->device_start_ns + inner->device_dur_ns <= outer->device_start_ns + outer->device_dur_ns);
+  CHECK(prof.op_total_ns() == outer->device_dur_ns);  // the nested op is not counted twice
+  test::check_trace(prof.chrome_trace());  // the two device spans nest on the stream's track
 }
