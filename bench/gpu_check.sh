@@ -15,6 +15,7 @@ out=${HG_GPU_CHECK_OUT:-build-gpu/gpu-check}
 steps=${HG_GPU_CHECK_STEPS:-60}
 # Time limits per stage, seconds (build with an empty compiler cache is the big one).
 t_build=200 t_tests=75 t_kernels=110 t_segbench=30
+t_profiler=60  # builds bench/profiler_overhead (one file) and runs its short form
 
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "gpu_check: nvidia-smi not found: this check needs a machine with an NVIDIA GPU and its driver" >&2
@@ -97,6 +98,11 @@ for run in "${seg_runs[@]}"; do
     --steps "$steps" --out "$out/segbench-$mode-$f32"
 done
 
+# 5. The op profiler on the GPU: its host cost per cuda op, and a profiled step whose Total ms
+# is CUDA-event device time and Host ms the launches' (docs/profiler.md, "GPU timing").
+run_stage profiler "$t_profiler" "$out/profiler.log" bash -c \
+  "ninja -C build-gpu -j$(nproc) bench/profiler_overhead && build-gpu/bench/profiler_overhead 3 2 16 4"
+
 # The combined report.
 report="$out/gpu_check.md"
 {
@@ -147,6 +153,12 @@ PY
   done
   echo
   echo "Dice after $steps steps says only that training ran; the gpu profile's quality needs its full 1000 steps."
+  echo
+  echo "## Op profiler on cuda:0 (bench/profiler_overhead)"
+  echo
+  echo '```text'
+  sed -n '/on cuda:0/,/^op dispatches/p' "$out/profiler.log" | grep -v '^op dispatches' || true
+  echo '```'
 } >"$report"
 
 echo

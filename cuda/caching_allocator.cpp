@@ -11,6 +11,8 @@
 #include "cuda/cuda_api.h"
 #include "cuda/runtime.h"
 #include "framework/error.h"
+#include "framework/profiler_device.h"
+#include "framework/profiler_hook.h"
 #include "framework/tensor.h"
 
 #if defined(HG_CUDA_EMULATION) && defined(__SANITIZE_ADDRESS__)
@@ -76,6 +78,7 @@ void* CachingAllocator::device_malloc(size_t size) {
     }
   }
   ++stats_.malloc_calls;
+  if (profiler_hook::recording()) profiler_hook::on_reserve(static_cast<int64_t>(size));
   return p;
 }
 
@@ -203,6 +206,7 @@ void CachingAllocator::release_cached() {
       HG_UNPOISON(b->ptr, b->size);
       HG_CUDA_CHECK(cudaFree(b->ptr));
       ++stats_.free_calls;
+      if (profiler_hook::recording()) profiler_hook::on_reserve(-static_cast<int64_t>(b->size));
       stats_.cached -= static_cast<int64_t>(b->size);
       stats_.reserved -= static_cast<int64_t>(b->size);
       delete b;

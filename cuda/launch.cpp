@@ -7,6 +7,7 @@
 
 #include "cuda/kernel_log.h"
 #include "cuda/launch_config.h"
+#include "cuda/profiler_events.h"
 #include "cuda/runtime.h"
 #include "framework/error.h"
 
@@ -63,6 +64,7 @@ void check_launch(const LaunchConfig& cfg) {
            " bytes of dynamic shared memory per block exceed the ", p.sharedMemPerBlockOptin, " bytes cuda:", dev,
            " (", p.name, ") allows");
   log_kernel_launch(cfg.name);
+  note_device_work(cfg.stream);
 }
 
 }  // namespace hg::cuda

@@ -1,13 +1,15 @@
 // CUDA device discovery, the registration of the caching allocator as the cuda device's
-// allocator, and host<->device transfers.
+// allocator and of the profiler's event timer, and host<->device transfers.
 #include "cuda/runtime.h"
 
 #include <cstdio>
 
 #include "cuda/caching_allocator.h"
 #include "cuda/cuda_api.h"
+#include "cuda/profiler_events.h"
 #include "framework/allocator.h"
 #include "framework/error.h"
+#include "framework/profiler_device.h"
 #include "ops/copy_kernels.h"
 
 namespace hg {
@@ -63,6 +65,7 @@ void transfer(const Tensor& dst, const Tensor& src) {
   const cudaMemcpyKind kind = dst.device().is_cpu() ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
   const Stream s = current_stream(d.index);
   const DeviceGuard guard(d.index);
+  note_device_work(s, kind == cudaMemcpyHostToDevice ? "memcpy HtoD" : "memcpy DtoH");
   HG_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), n, kind, static_cast<cudaStream_t>(s.handle())));
   s.synchronize();
 }
@@ -70,6 +73,11 @@ void transfer(const Tensor& dst, const Tensor& src) {
 const bool registered = [] {
   register_allocator(DeviceKind::cuda, &allocator);
   transfer_stub.set(DeviceKind::cuda, &transfer);
+  profiler_hook::register_device_timer(&profiler_event_timer());
+  profiler_hook::register_allocator_bytes([](int device) {
+    const CachingAllocatorStats s = caching_allocator(device).stats();
+    return profiler_hook::AllocatorBytes{s.in_use, s.reserved};
+  });
   // Device::automatic() means "a GPU if there is one": the emulation is for tests, so it
   // is used only where cuda:0 is asked for.
   g_cuda_available = [] { return !is_emulated() && probe().count > 0; };

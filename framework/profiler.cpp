@@ -1,6 +1,7 @@
 // Recording for hg::Profiler: the out-of-line halves of the hooks in profiler_hook.h. Events
 // go to one process-wide list under a mutex (the dispatching threads are few); the per-thread
-// state (open ops and ranges, bytes allocated since the last op) is thread_local.
+// state (open ops and ranges, bytes allocated since the last op) is thread_local. cuda ops
+// get an event pair from the backend's timer at their first device work (profiler_timing.h).
 #include "framework/profiler.h"
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include "framework/autograd.h"
 #include "framework/cpu/isa.h"
 #include "framework/error.h"
+#include "framework/profiler_device.h"
 #include "framework/profiler_hook.h"
+#include "framework/profiler_timing.h"
 #include "framework/tensor.h"
 
 namespace hg {
@@ -24,6 +27,8 @@ std::atomic<bool> g_recording{false};
 struct OpRecord {
   ProfileEvent ev;
   std::chrono::steady_clock::time_point t0;
+  int64_t pair = -1;       // the DeviceTimer's pair, from the op's first device work
+  void* stream = nullptr;  // where its last device work went
 };
 
 namespace {
@@ -50,6 +55,7 @@ struct ThreadState {
   int depth = 0;      // open ops and ranges
   int op_depth = 0;   // open ops
   int64_t pending_alloc = 0;
+  int64_t pending_reserve = 0;
   std::vector<OpRecord*> open_ops;
 };
 thread_local ThreadState t_state;
@@ -79,9 +85,11 @@ void fill_context(ProfileEvent& ev) {
   }
 }
 
-void commit(ProfileEvent&& ev) {
+void commit(ProfileEvent&& ev, int64_t pair = -1) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_sink) g_sink->push_back(std::move(ev));
+  if (!g_sink) return;
+  if (pair >= 0) timing::committed(g_sink->size(), pair);
+  g_sink->push_back(std::move(ev));
 }
 
 std::string dtype_summary(const ProfileEvent& ev) {
@@ -138,6 +146,9 @@ void OpScope::start() {
 
 OpScope::~OpScope() {
   if (!rec_) return;
+  // The end event first: the op's device work is issued by now, and the host span then
+  // contains the device span wherever the device is the host (the emulation).
+  if (rec_->pair >= 0) timing::end(rec_->pair, rec_->ev.device, rec_->stream);
   auto t1 = std::chrono::steady_clock::now();
   --t_state.depth;
   --t_state.op_depth;
@@ -147,11 +158,20 @@ OpScope::~OpScope() {
   ev.dur_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - rec_->t0).count();
   ev.bytes_allocated += t_state.pending_alloc;
   t_state.pending_alloc = 0;
+  ev.reserved_delta += t_state.pending_reserve;
+  t_state.pending_reserve = 0;
   ev.live_bytes = g_live.load(std::memory_order_relaxed);
+  if (ev.device.is_cuda()) {
+    timing::allocator_bytes(ev);
+    if (rec_->pair < 0 && timing::on()) {
+      ev.device_start_ns = ev.start_ns;  // no device work: none of the device's time
+      ev.device_dur_ns = 0;
+    }
+  }
   ev.dtype = dtype_summary(ev);
   if (ev.stub == "copy" && ev.dtype.find("->") != std::string::npos) ev.name = "cast";
   ev.flops = op_flops(ev.stub, ev.shapes);
-  commit(std::move(ev));
+  commit(std::move(ev), rec_->pair);
   delete rec_;
 }
 
@@ -163,12 +183,26 @@ void on_alloc(size_t nbytes) {
 
 void on_free(size_t nbytes) { g_live.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed); }
 
+void on_reserve(int64_t delta) {
+  if (!t_state.open_ops.empty()) t_state.open_ops.back()->ev.reserved_delta += delta;
+  else t_state.pending_reserve += delta;
+}
+
 void note_kernel(const char* name) {
   if (t_state.open_ops.empty()) return;
   std::string& k = t_state.open_ops.back()->ev.kernel;
   if (k.find(name) != std::string::npos) return;
   if (!k.empty()) k += " + ";
   k += name;
+}
+
+void note_device_work(Device device, void* stream) {
+  // The work is part of every open op of that device: outer ops' pairs start first.
+  for (OpRecord* op : t_state.open_ops) {
+    if (op->ev.device != device) continue;
+    if (op->pair < 0) op->pair = timing::start(device, stream);
+    op->stream = stream;
+  }
 }
 
 // A range open on this thread: its event is completed when it closes.
@@ -216,16 +250,19 @@ int64_t device_in_use(Device d) {
 }
 }  // namespace
 
-Profiler::Profiler(bool this_thread_only) {
+Profiler::Profiler(const ProfilerOptions& options) {
   using namespace profiler_hook;
+  HG_CHECK(options.device_event_pairs >= 1, "hg::Profiler: ProfilerOptions::device_event_pairs is 0; it must be at "
+           "least 1 (the default, 4096, is resolved at stop() without waiting on the device in a step)");
   std::lock_guard<std::mutex> lock(g_mu);
   HG_CHECK(g_owner == nullptr,
            "hg::Profiler: another Profiler is already recording; stop() it before starting a new one");
+  g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
+  g_only_thread.store(options.this_thread_only ? std::this_thread::get_id() : std::thread::id());
+  g_t0 = std::chrono::steady_clock::now();
+  timing::begin(g_t0, options.device_event_pairs);
   g_owner = this;
   g_sink = &events_;
-  g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
-  g_only_thread.store(this_thread_only ? std::this_thread::get_id() : std::thread::id());
-  g_t0 = std::chrono::steady_clock::now();
   recording_ = true;
   g_recording.store(true, std::memory_order_release);
 }
@@ -237,12 +274,20 @@ void Profiler::stop() {
   if (!recording_) return;
   g_recording.store(false, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_mu);
+  // The device's work is waited for first, so that it lies inside the profiled wall time.
+  timing::synchronize();
   wall_ns_ = since_start(std::chrono::steady_clock::now());
+  device_timing_ = timing::finish(events_);
   g_owner = nullptr;
   g_sink = nullptr;
   recording_ = false;
   std::stable_sort(events_.begin(), events_.end(),
                    [](const ProfileEvent& a, const ProfileEvent& b) { return a.start_ns < b.start_ns; });
+}
+
+DeviceTimingStats Profiler::device_timing() const {
+  stopped("device_timing");
+  return device_timing_;
 }
 
 const std::vector<ProfileEvent>& Profiler::stopped(const char* what) const {

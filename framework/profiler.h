@@ -1,7 +1,8 @@
 // An op-level profiler in the manner of torch.profiler: while an hg::Profiler lives (until
-// stop()), every op dispatch is recorded with its module path, dtypes, shapes, phase, time,
-// bytes allocated, FLOPs and kernel path; the result is a per-op table, a per-module table
-// and a Chrome trace (chrome://tracing, Perfetto). The hooks cost one branch when off.
+// stop()), every op dispatch is recorded with its module path, dtypes, shapes, phase, time (for
+// cuda ops also device time, from CUDA events), bytes allocated, FLOPs and kernel path; the
+// result is a per-op table, a per-module table and a Chrome trace (chrome://tracing, Perfetto).
+// The hooks cost one branch when off.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,14 +27,31 @@ struct ProfileEvent {
   std::vector<Shape> shapes;
   std::string dtype;          // the floating dtypes among them ("f16"; a cast: "f32->f16")
   int64_t start_ns = 0;       // since the profiler started
-  int64_t dur_ns = 0;         // host wall time (on cuda: the launch, see docs/profiler.md)
+  int64_t dur_ns = 0;         // host wall time (on cuda: issuing the work, see docs/profiler.md)
+  // cuda ops: the op's work on the device, from a CUDA event pair recorded on its stream
+  // before its first kernel (or copy) and after its last, on the same clock as start_ns
+  // (0 ns at the host start for an op that issued no device work); -1 for cpu ops, and
+  // where device timing failed (Profiler::device_timing().error).
+  int64_t device_start_ns = -1;
+  int64_t device_dur_ns = -1;
+  int stream = -1;  // the pair's stream: 0 for the device's default stream, then 1, 2... as first used
   int64_t bytes_allocated = 0;  // allocated since the previous op of this thread ended
   int64_t live_bytes = 0;       // tensor memory in use when the event ended
+  // Bytes the device allocator took from (+) or gave back to (-) the driver since the
+  // previous op of this thread ended: cudaMalloc/cudaFree of the caching allocator.
+  int64_t reserved_delta = 0;
+  // cuda ops: the caching allocator of the op's device when the event ended: bytes handed
+  // out to tensors (rounded to blocks) and bytes held from the driver (in use + cached).
+  int64_t allocator_in_use = -1, allocator_reserved = -1;
   double flops = 0;             // multiply-adds count 2 (matmul, linear, conv2d); else 0
   std::string kernel;           // cpu: the ISA path ("avx2"); cuda: the kernels launched
   int thread = 0;               // 0 for the first thread that recorded, then 1, 2...
   int depth = 0;                // ops and ranges open around this one on its thread
   bool nested = false;          // an op dispatched inside another op (not counted twice)
+
+  bool device_timed() const { return device_dur_ns >= 0; }
+  // The time the tables count: device time where there is one, else host wall time.
+  int64_t time_ns() const { return device_timed() ? device_dur_ns : dur_ns; }
 };
 
 // The events of one (op, phase, dtype), like torch's key_averages().
@@ -41,8 +59,10 @@ struct OpStats {
   std::string name, dtype, kernel, stub;
   bool backward = false;
   int64_t calls = 0;
-  int64_t total_ns = 0, max_ns = 0;
+  int64_t total_ns = 0, max_ns = 0;  // ProfileEvent::time_ns(): device time for cuda ops
+  int64_t host_ns = 0;               // host wall time (for cuda ops: issuing the work)
   int64_t bytes_allocated = 0;
+  int64_t reserved_delta = 0;
   double flops = 0;
   double gflops_per_s() const { return total_ns > 0 ? flops / static_cast<double>(total_ns) : 0.0; }
 };
@@ -55,12 +75,30 @@ struct ModuleStats {
   double flops = 0;
 };
 
+// How the cuda ops' device times were taken: event pairs from a pool, resolved at stop()
+// with one wait per stream; a full pool is resolved early, and that wait is counted.
+struct DeviceTimingStats {
+  int64_t pairs = 0;         // event pairs recorded (one per cuda op that issued device work)
+  int64_t anchor_syncs = 0;  // waits aligning a device's clock with the host's (one per device used)
+  int64_t pool_flushes = 0;  // mid-session waits because every pair of the pool was in flight
+  int64_t stop_syncs = 0;    // streams waited for at stop()
+  std::string error;         // why device timing stopped early ("" when it did not)
+};
+
+struct ProfilerOptions {
+  // Record only the calling thread's ops (a training step's table without the data
+  // loader's ops) rather than every thread's.
+  bool this_thread_only = false;
+  // CUDA event pairs kept unresolved before the profiler waits for the device to reuse them.
+  size_t device_event_pairs = 4096;
+};
+
 class Profiler {
  public:
-  // Starts recording the ops of every thread, or only of the calling one (a training
-  // step's table without the data loader's ops); hg::Error when another Profiler is
-  // recording (one at a time).
-  explicit Profiler(bool this_thread_only = false);
+  // Starts recording the ops of every thread, or only of the calling one; hg::Error when
+  // another Profiler is recording (one at a time) or the options are invalid.
+  explicit Profiler(bool this_thread_only = false) : Profiler(ProfilerOptions{.this_thread_only = this_thread_only}) {}
+  explicit Profiler(const ProfilerOptions& options);
   ~Profiler();  // stops if still recording
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
@@ -71,7 +109,8 @@ class Profiler {
   // After stop() (hg::Error while recording): events in start order, ops and ranges.
   const std::vector<ProfileEvent>& events() const;
   int64_t wall_ns() const;       // start to stop
-  int64_t op_total_ns() const;   // the sum over top-level op events
+  int64_t op_total_ns() const;   // the sum of time_ns() over top-level op events
+  DeviceTimingStats device_timing() const;
   std::vector<OpStats> key_averages() const;        // by total time, largest first
   std::vector<ModuleStats> module_averages() const;  // by forward + backward time
 
@@ -79,7 +118,9 @@ class Profiler {
   std::string table(size_t rows = 25) const;
   std::string module_table(size_t rows = 25) const;
   // Trace event format JSON: "X" events (forward and backward of a thread on separate
-  // tids), a "C" memory counter, "M" metadata naming process and tracks.
+  // tids; cuda ops' device time on a process per device, a track per stream, with a flow
+  // arrow from each op's host span), "C" counters (tensor memory; per cuda device its
+  // allocator's bytes in use and cached), "M" metadata naming processes and tracks.
   std::string chrome_trace() const;
   void write_chrome_trace(const std::string& path) const;  // atomically; hg::Error on failure
 
@@ -88,6 +129,7 @@ class Profiler {
   bool recording_ = false;
   int64_t wall_ns_ = 0;
   std::vector<ProfileEvent> events_;
+  DeviceTimingStats device_timing_;
 };
 
 // A named range on the active profiler's trace (like torch's record_function); nestable,

@@ -1,5 +1,6 @@
 // What hg::Profiler makes of its events: FLOP counts, the per-op and per-module tables and
 // the Chrome trace (trace event format, written by hand: the framework has no JSON library).
+// Times are ProfileEvent::time_ns(): device time for cuda ops, host wall time otherwise.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -30,7 +31,7 @@ double op_flops(const std::string& stub, const std::vector<Shape>& shapes) {
 int64_t Profiler::op_total_ns() const {
   int64_t total = 0;
   for (const ProfileEvent& e : stopped("op_total_ns"))
-    if (e.kind == ProfileEvent::Kind::op && !e.nested) total += e.dur_ns;
+    if (e.kind == ProfileEvent::Kind::op && !e.nested) total += e.time_ns();
   return total;
 }
 
@@ -45,9 +46,11 @@ std::vector<OpStats> Profiler::key_averages() const {
       s.kernel += " | " + e.kernel;
     }
     s.calls++;
-    s.total_ns += e.dur_ns;
-    s.max_ns = std::max(s.max_ns, e.dur_ns);
+    s.total_ns += e.time_ns();
+    s.max_ns = std::max(s.max_ns, e.time_ns());
+    s.host_ns += e.dur_ns;
     s.bytes_allocated += e.bytes_allocated;
+    s.reserved_delta += e.reserved_delta;
     s.flops += e.flops;
   }
   std::vector<OpStats> out;
@@ -64,7 +67,7 @@ std::vector<ModuleStats> Profiler::module_averages() const {
     ModuleStats& s = groups[key];
     s.module = key;
     s.calls++;
-    (e.backward ? s.backward_ns : s.forward_ns) += e.dur_ns;
+    (e.backward ? s.backward_ns : s.forward_ns) += e.time_ns();
     s.flops += e.flops;
   }
   std::vector<ModuleStats> out;
@@ -83,10 +86,23 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
+bool any_device_time(const Profiler& p) {
+  for (const ProfileEvent& e : p.events())
+    if (e.device_timed()) return true;
+  return false;
+}
+
 std::string header(const Profiler& p) {
   const double wall = static_cast<double>(p.wall_ns()) / 1e6, ops = static_cast<double>(p.op_total_ns()) / 1e6;
-  return "Profiled " + fmt("%.3f", wall) + " ms wall; ops " + fmt("%.3f", ops) + " ms (" +
-         fmt("%.1f", wall > 0 ? 100.0 * ops / wall : 0.0) + "% of wall)\n";
+  std::string h = "Profiled " + fmt("%.3f", wall) + " ms wall; ops " + fmt("%.3f", ops) + " ms (" +
+                  fmt("%.1f", wall > 0 ? 100.0 * ops / wall : 0.0) + "% of wall)";
+  const DeviceTimingStats d = p.device_timing();
+  if (!d.error.empty()) return h + "\ncuda ops in host time: device timing failed: " + d.error + "\n";
+  if (!any_device_time(p)) return h + "\n";
+  h += "\ncuda ops in device time (" + std::to_string(d.pairs) + " CUDA event pairs; the host waited for the device " +
+       std::to_string(d.anchor_syncs) + " time(s) to align clocks";
+  if (d.pool_flushes > 0) h += " and " + std::to_string(d.pool_flushes) + " time(s) because the event pool was full";
+  return h + "), cpu ops in host time\n";
 }
 
 std::string pad(std::string s, size_t width, bool left = true) {
@@ -99,20 +115,25 @@ std::string pad(std::string s, size_t width, bool left = true) {
 std::string Profiler::table(size_t rows) const {
   const auto stats = key_averages();
   const double total = static_cast<double>(std::max<int64_t>(op_total_ns(), 1));
+  const bool device = any_device_time(*this);  // then host time and allocator bytes get columns
   std::ostringstream os;
   os << header(*this);
   os << pad("Op", 26) << pad("Phase", 6) << pad("DType", 10) << pad("Calls", 7, false) << pad("Total ms", 11, false)
-     << pad("%Ops", 8, false) << pad("Avg us", 10, false) << pad("GFLOP/s", 9, false) << pad("Alloc MB", 10, false)
+     << (device ? pad("Host ms", 11, false) : "") << pad("%Ops", 8, false) << pad("Avg us", 10, false)
+     << pad("GFLOP/s", 9, false) << pad("Alloc MB", 10, false) << (device ? pad("Rsv MB", 9, false) : "")
      << "  Kernel\n";
   for (size_t i = 0; i < stats.size() && i < rows; ++i) {
     const OpStats& s = stats[i];
     const double ms = static_cast<double>(s.total_ns) / 1e6;
     os << pad(s.name, 26) << pad(s.backward ? "bwd" : "fwd", 6) << pad(s.dtype, 10)
        << pad(std::to_string(s.calls), 7, false) << pad(fmt("%.3f", ms), 11, false)
+       << (device ? pad(fmt("%.3f", static_cast<double>(s.host_ns) / 1e6), 11, false) : "")
        << pad(fmt("%.1f%%", 100.0 * static_cast<double>(s.total_ns) / total), 8, false)
        << pad(fmt("%.1f", 1e3 * ms / static_cast<double>(s.calls)), 10, false)
        << pad(s.flops > 0 ? fmt("%.1f", s.gflops_per_s()) : "-", 9, false)
-       << pad(fmt("%.2f", static_cast<double>(s.bytes_allocated) / 1048576.0), 10, false) << "  " << s.kernel << "\n";
+       << pad(fmt("%.2f", static_cast<double>(s.bytes_allocated) / 1048576.0), 10, false)
+       << (device ? pad(fmt("%+.2f", static_cast<double>(s.reserved_delta) / 1048576.0), 9, false) : "") << "  "
+       << s.kernel << "\n";
   }
   if (stats.size() > rows) os << "(" << stats.size() - rows << " more rows)\n";
   return os.str();
@@ -154,6 +175,14 @@ std::string us(int64_t ns) {  // exact: 3 decimals of microseconds are whole nan
 }
 
 int tid_of(const ProfileEvent& e) { return 2 * e.thread + (e.backward ? 2 : 1); }
+// The host is process 1; cuda:N's device time is process 2 + N, a track per stream.
+int device_pid(const ProfileEvent& e) { return 2 + e.device.index; }
+bool on_device_track(const ProfileEvent& e) { return e.device_timed() && e.stream >= 0; }
+
+std::string meta(const char* what, int pid, int tid, const std::string& arg) {
+  return std::string(",\n{\"name\":\"") + what + "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) + ",\"args\":{" + arg + "}}";
+}
 
 std::string event_args(const ProfileEvent& e) {
   std::string a = "{\"module\":" + quote(e.module);
@@ -166,6 +195,9 @@ std::string event_args(const ProfileEvent& e) {
     a += ",\"stub\":" + quote(e.stub) + ",\"dtype\":" + quote(e.dtype) + ",\"shapes\":" + shapes + "]" +
          ",\"device\":" + quote(e.device.str()) + ",\"kernel\":" + quote(e.kernel) +
          ",\"bytes_allocated\":" + std::to_string(e.bytes_allocated) + ",\"flops\":" + fmt("%.0f", e.flops);
+    if (e.device.is_cuda())
+      a += ",\"host_ts\":" + us(e.start_ns) + ",\"host_dur\":" + us(e.dur_ns) +
+           ",\"reserved_delta\":" + std::to_string(e.reserved_delta);
   }
   if (e.backward) a += ",\"forward_op\":" + quote(e.forward_op);
   return a + "}";
@@ -179,22 +211,52 @@ std::string Profiler::chrome_trace() const {
   os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   os << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"halfgrad\"}}";
   std::set<int> tids;
-  for (const ProfileEvent& e : evs) tids.insert(tid_of(e));
+  std::set<std::pair<int, int>> device_tracks;  // (pid, stream)
+  for (const ProfileEvent& e : evs) {
+    tids.insert(tid_of(e));
+    if (on_device_track(e)) device_tracks.insert({device_pid(e), e.stream});
+  }
   for (int tid : tids) {
     const int thread = (tid - 1) / 2;
     const std::string track = "thread " + std::to_string(thread) + (tid % 2 ? " forward" : " backward");
-    os << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid << ",\"args\":{\"name\":" << quote(track)
-       << "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" << tid
-       << ",\"args\":{\"sort_index\":" << tid << "}}";
+    os << meta("thread_name", 1, tid, "\"name\":" + quote(track))
+       << meta("thread_sort_index", 1, tid, "\"sort_index\":" + std::to_string(tid));
+  }
+  int named_pid = 0, flows = 0;
+  for (const auto& [pid, stream] : device_tracks) {
+    if (pid != named_pid)
+      os << meta("process_name", pid, 0, "\"name\":\"cuda:" + std::to_string(pid - 2) + " (device time)\"")
+         << meta("process_sort_index", pid, 0, "\"sort_index\":" + std::to_string(pid));
+    named_pid = pid;
+    const std::string track = "stream " + std::to_string(stream) + (stream == 0 ? " (default)" : "");
+    os << meta("thread_name", pid, stream + 1, "\"name\":" + quote(track));
   }
   for (const ProfileEvent& e : evs) {
     const bool op = e.kind == ProfileEvent::Kind::op;
     os << ",\n{\"name\":" << quote(e.name) << ",\"cat\":\"" << (op ? "op" : "range") << "\",\"ph\":\"X\",\"ts\":"
        << us(e.start_ns) << ",\"dur\":" << us(e.dur_ns) << ",\"pid\":1,\"tid\":" << tid_of(e)
        << ",\"args\":" << event_args(e) << "}";
-    if (op)
-      os << ",\n{\"name\":\"memory\",\"ph\":\"C\",\"ts\":" << us(e.start_ns + e.dur_ns)
-       << ",\"pid\":1,\"args\":{\"bytes in use\":" << e.live_bytes << "}}";
+    if (!op) continue;
+    const std::string end = us(e.start_ns + e.dur_ns);
+    os << ",\n{\"name\":\"memory\",\"ph\":\"C\",\"ts\":" << end << ",\"pid\":1,\"args\":{\"bytes in use\":"
+       << e.live_bytes << "}}";
+    if (on_device_track(e)) {
+      const std::string device_ts = us(std::max<int64_t>(e.device_start_ns, 0));
+      os << ",\n{\"name\":" << quote(e.name) << ",\"cat\":\"device\",\"ph\":\"X\",\"ts\":" << device_ts
+         << ",\"dur\":" << us(e.device_dur_ns) << ",\"pid\":" << device_pid(e) << ",\"tid\":" << e.stream + 1
+         << ",\"args\":" << event_args(e) << "}";
+      // A flow arrow from the op on its host track to its work on the device (as
+      // torch.profiler's launch arrows): both ends bind to the slice starting there.
+      ++flows;
+      os << ",\n{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"s\",\"id\":" << flows << ",\"ts\":" << us(e.start_ns)
+         << ",\"pid\":1,\"tid\":" << tid_of(e) << "},\n{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"
+         << flows << ",\"ts\":" << device_ts << ",\"pid\":" << device_pid(e) << ",\"tid\":" << e.stream + 1 << "}";
+    }
+    // Stacked in the viewer: in use + cached = what the allocator holds from the driver.
+    if (e.allocator_reserved >= 0)
+      os << ",\n{\"name\":\"allocator\",\"ph\":\"C\",\"ts\":" << end << ",\"pid\":" << device_pid(e)
+         << ",\"args\":{\"in use\":" << e.allocator_in_use << ",\"cached\":" << e.allocator_reserved - e.allocator_in_use
+         << "}}";
   }
   os << "\n]}\n";
   return os.str();

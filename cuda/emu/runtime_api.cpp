@@ -4,9 +4,12 @@
 // backend's error paths, multi-device ones included, run in CI too.
 #include "cuda/emu/runtime_api.h"
 
+#include "cuda/emu/host_waits.h"
+
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +19,12 @@
 namespace {
 
 thread_local cudaError_t t_last_error = cudaSuccess;
+std::atomic<int64_t> g_host_waits{0};
+
+cudaError_t waited() {
+  g_host_waits.fetch_add(1, std::memory_order_relaxed);
+  return cudaSuccess;
+}
 
 cudaError_t fail(cudaError_t e) {
   t_last_error = e;
@@ -115,7 +124,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() { return waited(); }
 
 cudaError_t cudaGetLastError() {
   const cudaError_t e = t_last_error;
@@ -229,7 +238,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 // Work is done when it is issued, so a stream is always idle.
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return waited(); }
 cudaError_t cudaStreamQuery(cudaStream_t) { return cudaSuccess; }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned int) {
@@ -263,7 +272,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventQuery(cudaEvent_t event) { return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle); }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return event ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+  return event ? waited() : fail(cudaErrorInvalidResourceHandle);
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -318,5 +327,7 @@ size_t memory_allocated(int device) {
 }
 
 cudaError_t set_last_error(cudaError_t err) { return fail(err); }
+
+int64_t host_waits() { return g_host_waits.load(std::memory_order_relaxed); }
 
 }  // namespace hg::cuda::emu

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cuda/kernel_settings.h"
+#include "cuda/profiler_events.h"
 #include "cuda/runtime.h"
 #include "cuda/vendor/dynamic_library.h"
 #include "cuda/vendor/vendor_ops.h"
@@ -182,6 +183,7 @@ void bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   check(api.set_stream(dh.handle, static_cast<cudaStream_t>(stream.handle())), "cublasSetStream");
   const Workspace ws(device, kWorkspaceBytes, stream);
   check(api.set_workspace(dh.handle, ws.get(), ws.size()), "cublasSetWorkspace");
+  note_device_work(stream, "cublasGemmStridedBatchedEx");  // a recording profiler times the op from here
   check(api.gemm(dh.handle, ob->op, oa->op, m, n, k, alpha, ob->ptr, types.data, lda, ob->batch_stride, oa->ptr,
                  types.data, ldb, oa->batch_stride, beta, out.data_ptr(), types.data, m, M * N, batches, types.compute,
                  CUBLAS_GEMM_DEFAULT),

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <map>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "framework/cpu/isa.h"
 #include "framework/profiler.h"
 #include "halfgrad.h"
 #include "tests/framework/module_models.h"
+#include "tests/framework/trace_check.h"
 
 using namespace hg;
 
@@ -49,6 +49,11 @@ TEST_CASE("profiler: events carry module paths, dtypes, shapes and the phase", "
   CHECK(relus[0]->shapes == std::vector<Shape>{{5, 2}, {5, 2}});
   CHECK(relus[0]->device == Device::cpu());
   CHECK(relus[0]->kernel == cpu::isa_name(cpu::isa()));
+  // cpu ops are timed on the host only: no device span, no allocator bytes of a device.
+  CHECK_FALSE(relus[0]->device_timed());
+  CHECK(relus[0]->time_ns() == relus[0]->dur_ns);
+  CHECK(relus[0]->allocator_reserved == -1);
+  CHECK(prof.device_timing().pairs == 0);
 
   // Backward: relu's gradient is relu_grad, run for the relu node recorded in head.1.
   auto relu_grads = ops_named(prof, "relu_grad");
@@ -153,63 +158,29 @@ TEST_CASE("profiler: the Chrome trace is valid trace event format", "[profiler]"
     sum(model(randn({4, 3}).to(f16).to(f32))).backward();
   }
   prof.stop();
-  const auto trace = nlohmann::json::parse(prof.chrome_trace());
-  REQUIRE(trace.is_object());
-  REQUIRE(trace.at("traceEvents").is_array());
-  std::map<int, std::string> track_names;
-  std::map<int, std::vector<std::pair<double, double>>> spans;  // per tid: [ts, ts + dur]
-  int counters = 0, ops = 0, fwd_tid = -1, bwd_tid = -1;
-  double last_counter_ts = -1;
-  for (const auto& ev : trace["traceEvents"]) {
-    REQUIRE(ev.at("name").is_string());
-    REQUIRE(ev.at("ph").is_string());
-    REQUIRE(ev.at("pid").is_number_integer());
-    const std::string ph = ev["ph"];
-    if (ph == "M") {
-      REQUIRE(ev.at("args").at(ev["name"] == "thread_sort_index" ? "sort_index" : "name").is_primitive());
-      if (ev["name"] == "thread_name") track_names[ev.at("tid").get<int>()] = ev["args"]["name"];
-    } else if (ph == "X") {
-      REQUIRE(ev.at("ts").is_number());
-      REQUIRE(ev.at("dur").is_number());
-      REQUIRE(ev.at("tid").is_number_integer());
-      CHECK(ev["dur"].get<double>() >= 0);
-      const int tid = ev["tid"];
-      spans[tid].emplace_back(ev["ts"].get<double>(), ev["ts"].get<double>() + ev["dur"].get<double>());
-      if (ev.at("cat") == "op") {
-        ++ops;
-        REQUIRE(ev.at("args").at("dtype").is_string());
-        REQUIRE(ev["args"].at("shapes").is_array());
-        (ev["args"].contains("forward_op") ? bwd_tid : fwd_tid) = tid;
-      }
-    } else {
-      REQUIRE(ph == "C");
-      REQUIRE(ev.at("args").at("bytes in use").is_number_integer());
-      CHECK(ev["ts"].get<double>() >= 0);
-      last_counter_ts = ev["ts"].get<double>();
-      ++counters;
-    }
+  const test::TraceSummary trace = test::check_trace(prof.chrome_trace());
+  CHECK(trace.process_names == std::map<int, std::string>{{1, "halfgrad"}});  // no device track for cpu ops
+  CHECK(trace.flows.empty());
+  int ops = 0, fwd_tid = -1, bwd_tid = -1;
+  for (const auto& ev : trace.spans) {
+    if (ev.at("cat") != "op") continue;
+    ++ops;
+    REQUIRE(ev.at("args").at("dtype").is_string());
+    REQUIRE(ev["args"].at("shapes").is_array());
+    (ev["args"].contains("forward_op") ? bwd_tid : fwd_tid) = ev["tid"];
   }
-  CHECK(last_counter_ts > 0);
   CHECK(ops > 0);
-  CHECK(counters == ops);
+  // One tensor-memory counter per op, on the host: cpu ops have no allocator counter.
+  CHECK(trace.counters.size() == static_cast<size_t>(ops));
+  for (const auto& c : trace.counters) CHECK(c.at("name") == "memory");
+  CHECK(trace.counters.back()["ts"].get<double>() > 0);
+  REQUIRE(trace.counters.back().at("args").at("bytes in use").is_number_integer());
   // Forward and backward on separate, named tracks.
   REQUIRE(fwd_tid != -1);
   REQUIRE(bwd_tid != -1);
   CHECK(fwd_tid != bwd_tid);
-  CHECK(track_names[fwd_tid] == "thread 0 forward");
-  CHECK(track_names[bwd_tid] == "thread 0 backward");
-  for (const auto& [tid, s] : spans) CHECK(track_names.count(tid) == 1);
-  // Complete events on one track nest: each starts after and ends before its parent.
-  for (auto& [tid, s] : spans) {
-    std::sort(s.begin(), s.end(), [](auto& a, auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
-    std::vector<double> open_ends;
-    for (const auto& [b, e] : s) {
-      // 1e-6 us: ts and dur are exact decimals of whole ns; their double sums may differ by an ulp.
-      while (!open_ends.empty() && open_ends.back() <= b + 1e-6) open_ends.pop_back();
-      if (!open_ends.empty()) CHECK(e <= open_ends.back() + 1e-6);
-      open_ends.push_back(e);
-    }
-  }
+  CHECK(trace.track_names.at({1, fwd_tid}) == "thread 0 forward");
+  CHECK(trace.track_names.at({1, bwd_tid}) == "thread 0 backward");
   // The ranges nest as written: "forward" inside "step".
   const ProfileEvent *step = nullptr, *fwd = nullptr;
   for (const ProfileEvent& e : prof.events()) {
