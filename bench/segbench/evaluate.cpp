@@ -33,11 +33,14 @@ Metrics evaluate(nn::Module& model, const std::vector<Batch>& batches, int64_t m
   const int classes = kNumClasses;
   m.dice.assign(classes, 0.0);
   m.iou.assign(classes, 0.0);
+  // The images go to the model's device (the validation set is kept on the host).
+  const std::vector<Tensor> params = model.parameters();
+  const Device device = params.empty() ? Device::cpu() : params.front().device();
   int64_t seen = 0;
   for (const Batch& b : batches) {
     if (seen >= max_images) break;
     const int64_t n = std::min(b.image.size(0), max_images - seen);
-    Tensor x = b.image.narrow(0, 0, n).to(input_dtype);
+    Tensor x = b.image.narrow(0, 0, n).to(device, input_dtype);
     Tensor logits;
     {
       std::optional<amp::Autocast> ac;

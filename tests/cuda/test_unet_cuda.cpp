@@ -10,6 +10,7 @@
 #include <string>
 
 #include "amp/autocast.h"
+#include "bench/segbench/evaluate.h"
 #include "models/unet.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
@@ -83,4 +84,24 @@ TEST_CASE("a U-Net step on cuda under autocast f16 agrees with the CPU's", "[cud
     INFO(name << ": cosine " << cosine(gpu.grads.at(name), g));
     CHECK(cosine(gpu.grads.at(name), g) > 0.95);
   }
+}
+
+// segbench keeps its validation set on the host; evaluate() must move each batch to the
+// model's device (it once passed host images to a cuda model and failed in the first conv).
+TEST_CASE("segbench's validation runs a cuda model on host-kept batches like the CPU", "[cuda][unet][segbench]") {
+  HG_REQUIRE_CUDA();
+  const std::vector<segbench::Batch> val = {segbench::make_batch(5, 1, 0, 3, 32)};
+  std::vector<segbench::Metrics> m;
+  for (Device dev : {Device::cpu(), kCuda}) {
+    manual_seed(73);
+    UNet net(1, segbench::kNumClasses, 4, 3);
+    net.to(dev);
+    m.push_back(segbench::evaluate(net, val, 3, f32, std::nullopt, 3));
+  }
+  REQUIRE(m[1].predictions.size() == 3);
+  int64_t same = 0, total = 0;
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t p = 0; p < m[0].predictions[i].size(); ++p, ++total) same += m[0].predictions[i][p] == m[1].predictions[i][p];
+  CHECK(static_cast<double>(same) >= 0.999 * static_cast<double>(total));  // argmax may flip on a near tie
+  CHECK(m[1].dice_mean_fg == Approx(m[0].dice_mean_fg).margin(0.01));
 }
