@@ -34,10 +34,13 @@ Metrics evaluate(nn::Module& model, const std::vector<Batch>& batches, int64_t m
   m.dice.assign(classes, 0.0);
   m.iou.assign(classes, 0.0);
   int64_t seen = 0;
+  // The validation images live on the CPU; the model may be on a GPU.
+  const std::vector<Tensor> params = model.parameters();
+  const Device device = params.empty() ? Device::cpu() : params.front().device();
   for (const Batch& b : batches) {
     if (seen >= max_images) break;
     const int64_t n = std::min(b.image.size(0), max_images - seen);
-    Tensor x = b.image.narrow(0, 0, n).to(input_dtype);
+    Tensor x = b.image.narrow(0, 0, n).to(device, input_dtype);
     Tensor logits;
     {
       std::optional<amp::Autocast> ac;
