@@ -1,6 +1,7 @@
 // The nccl backend under mpirun -np 2 in the emulation build, loaded from the fake libnccl
 // (fake_nccl.cpp, over MPI on the emulated devices' host memory): bootstrap, dtype mapping,
-// streams, values by hand, DDP and the loss scaler over it, and the errors a user can meet.
+// streams, values by hand, DDP, SyncBatchNorm and the loss scaler over it, and the errors a
+// user can meet.
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
@@ -17,6 +18,7 @@
 #include "framework/dist/ddp.h"
 #include "framework/dist/nccl_api.h"
 #include "framework/dist/nccl_group.h"
+#include "sync_bn_check.h"
 
 using namespace hg;
 using namespace hg::dist_test;
@@ -228,6 +230,11 @@ TEST_CASE("agree_on_overflow over nccl: one rank overflows, both skip that step 
   CHECK(skipped == std::vector<bool>{false, false, true, false});
   CHECK(scales == std::vector<double>{1024, 2048, 1024, 1024});
   CHECK(same_on_all_ranks(host, *m));
+}
+
+TEST_CASE("SyncBatchNorm over nccl: 2 ranks x batch 3 on their GPUs train like one process on batch 6", "[nccl]") {
+  nccl();
+  check_sync_bn_trains_like_one_process(dist::local_device());
 }
 
 TEST_CASE("nccl errors: missing library, a library without NCCL, failed init, wrong devices and dtypes", "[nccl]") {
