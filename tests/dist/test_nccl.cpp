@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "cuda/stream.h"
@@ -19,11 +18,13 @@
 #include "framework/dist/nccl_api.h"
 #include "framework/dist/nccl_group.h"
 #include "sync_bn_check.h"
+#include "tests/env_scope.h"
 
 using namespace hg;
 using namespace hg::dist_test;
 using Catch::Contains;
 using hg::dist::ReduceOp;
+using hg::test::EnvScope;
 
 namespace {
 
@@ -42,17 +43,6 @@ FakeNcclLog& fake_log() {
   REQUIRE(log);
   return *log();
 }
-
-// Sets an environment variable for a scope, then restores it.
-struct EnvScope {
-  EnvScope(const char* name, const char* value) : name_(name) {
-    if (const char* v = std::getenv(name)) old_ = v;
-    setenv(name, value, 1);
-  }
-  ~EnvScope() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 
