@@ -27,7 +27,7 @@ void check_collective_tensor(const char* what, const Tensor& t, bool cpu_only) {
   HG_CHECK(t.defined(), "dist.", what, ": the tensor is undefined");
   HG_CHECK(t.is_contiguous(), "dist.", what, ": the tensor must be contiguous (call .contiguous() first)");
   HG_CHECK(!cpu_only || t.device().is_cpu(), "dist.", what, ": the MPI backend reduces CPU tensors, got one on ",
-           t.device(), " (GPU tensors need the NCCL backend)");
+           t.device(), " (cuda tensors need the nccl backend: dist::nccl_group(), or dist::group_for(device))");
 }
 
 int64_t timeout_seconds() {
