@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check: one command for a machine with an NVIDIA GPU and nvcc. Builds halfgrad
 # natively (build-gpu, all cores), runs the native GPU tests, the kernel benchmark against
-# cuBLAS/cuDNN (bench/gpu_kernels) and segbench's gpu profile in fp32 (strict f32 and tf32)
-# and amp with fewer steps, then prints one combined report. Each stage has a time limit
+# cuBLAS/cuDNN (bench/gpu_kernels), segbench's gpu profile in fp32 (strict f32 and tf32)
+# and amp with fewer steps, and the nccl backend (bench/nccl_allreduce, when libnccl is
+# installed), then prints one combined report. Each stage has a time limit
 # (the whole check is sized for ~8 minutes on an H200); a stage that runs over is reported
 # as timed out and the check goes on. Exit: 0 all stages passed, 1 a stage failed or timed
 # out, 2 no GPU or no nvcc here.
@@ -70,7 +71,7 @@ echo "gpu_check: nvcc: $(nvcc --version | tail -1)"
 
 # 1. Native release build: nvcc compiles every kernel for sm_80 and sm_90a.
 build_cmd="( [ -f build-gpu/build.ninja ] || meson setup build-gpu --buildtype=release -Dcuda=enabled ) &&
-  ninja -C build-gpu -j$(nproc) tests/halfgrad_tests bench/gpu_kernels bench/segbench"
+  ninja -C build-gpu -j$(nproc) tests/halfgrad_tests bench/gpu_kernels bench/segbench bench/nccl_allreduce"
 if ! run_stage build "$t_build" "$out/build.log" bash -c "$build_cmd"; then
   tail -20 "$out/build.log"
   printf '\n%s\n' "| stage | status | seconds | log |" "|---|---|---|---|" "${summary[@]}"
@@ -102,6 +103,26 @@ done
 # is CUDA-event device time and Host ms the launches' (docs/profiler.md, "GPU timing").
 run_stage profiler "$t_profiler" "$out/profiler.log" bash -c \
   "ninja -C build-gpu -j$(nproc) bench/profiler_overhead && build-gpu/bench/profiler_overhead 3 2 16 4"
+
+# 6. The nccl backend of framework/dist: a DDP step over nccl (averaged gradients against
+# the mean of every rank's own, replicas bit-identical) and the bus bandwidth of a 64 MiB
+# all-reduce; on 2 ranks (mpirun) with 2 GPUs and an MPI build, else on 1 (a 1-rank
+# communicator still runs every call). Skipped with the reason when libnccl cannot be loaded.
+t_nccl=45
+nccl_log="$out/nccl.log"
+rm -f "$nccl_log"
+if ! nccl_probe=$(build-gpu/bench/nccl_allreduce --probe 2>&1); then
+  nccl_probe=${nccl_probe//|/\/}
+  summary+=("| nccl | skipped: $nccl_probe | 0 | - |")
+  echo "gpu_check: nccl: skipped: $nccl_probe"
+else
+  nccl_cmd=(build-gpu/bench/nccl_allreduce)
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$ngpu" -ge 2 ] && command -v mpirun >/dev/null 2>&1 && grep -q "MPI backend built" <<<"$nccl_probe"; then
+    nccl_cmd=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 "${nccl_cmd[@]}")
+  fi
+  run_stage "nccl ($nccl_probe)" "$t_nccl" "$nccl_log" "${nccl_cmd[@]}"
+fi
 
 # The combined report.
 report="$out/gpu_check.md"
@@ -159,6 +180,15 @@ PY
   echo '```text'
   sed -n '/on cuda:0/,/^op dispatches/p' "$out/profiler.log" | grep -v '^op dispatches' || true
   echo '```'
+  echo
+  echo "## NCCL (framework/dist's nccl backend)"
+  echo
+  if [ -s "$nccl_log" ]; then
+    nccl_lines=$(grep -E "^(ddp step|all-reduce)" "$nccl_log" | awk '!seen[$0]++')
+    echo "${nccl_lines:-no result lines (see $nccl_log)}"
+  else
+    echo "Not run: $nccl_probe"
+  fi
 } >"$report"
 
 echo

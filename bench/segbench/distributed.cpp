@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "framework/dist/amp_sync.h"
+#include "framework/dist/nccl_group.h"
 #include "framework/error.h"
 
 namespace hg::segbench {
@@ -38,6 +39,9 @@ int num_ranks() { return dist::default_group()->size(); }
 int prepare_distributed(Config& cfg) {
   auto g = dist::default_group();
   if (g->size() == 1) return 1;
+  // One GPU per rank (NCCL's rule): --device cuda means this rank's GPU, cuda:<local rank>.
+  if (cfg.device == "cuda" || (cfg.device == "auto" && Device::automatic().is_cuda()))
+    cfg.device = dist::local_device().str();
   if (cfg.threads == 0)
     cfg.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_on_this_machine(g->size()));
   if (g->rank() != 0) {
@@ -60,10 +64,11 @@ uint64_t first_image_of(int64_t step, int64_t per_rank_batch) {
 std::unique_ptr<dist::DistributedDataParallel> attach_distributed(nn::Module& model, amp::GradScaler& scaler) {
   auto g = dist::default_group();
   if (g->size() == 1) return nullptr;
-  dist::agree_on_overflow(scaler, g);
-  auto ddp = std::make_unique<dist::DistributedDataParallel>(model, g);
+  // No group given: both follow the model's device (MPI for the CPU, nccl for a GPU).
+  dist::agree_on_overflow(scaler);
+  auto ddp = std::make_unique<dist::DistributedDataParallel>(model);
   std::printf("data-parallel: %d ranks (%s), %lld gradient buckets, %.2f MB of gradients per rank per step\n", g->size(),
-              g->backend().c_str(), static_cast<long long>(ddp->stats().buckets), ddp->stats().bytes_per_step / 1e6);
+              ddp->group().backend().c_str(), static_cast<long long>(ddp->stats().buckets), ddp->stats().bytes_per_step / 1e6);
   return ddp;
 }
 

@@ -34,15 +34,16 @@ DynamicLibrary::DynamicLibrary(std::string label, std::initializer_list<const ch
   std::vector<std::string> candidates(file_names.begin(), file_names.end());
   for (const std::string& dir : toolkit_dirs())
     for (const char* f : file_names) candidates.push_back(dir + "/" + f);
-  for (const std::string& f : candidates) {
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const std::string& f = candidates[k];
     // RTLD_LOCAL: the vendor's symbols must not interpose on anything else in the process.
     handle_ = dlopen(f.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle_) {
       file_ = f;
       return;
     }
-    // Only the bare names' messages: the folders' ones repeat "No such file" for each.
-    if (f.find('/') == std::string::npos) {
+    // Only the given names' messages: the toolkit folders' ones repeat "No such file" for each.
+    if (k < file_names.size()) {
       const char* why = dlerror();
       tried += (tried.empty() ? "" : "; ") + (why ? std::string(why) : f + ": not found");
     } else {

@@ -4,7 +4,9 @@
 namespace hg::dist {
 
 void agree_on_overflow(amp::GradScaler& scaler, std::shared_ptr<ProcessGroup> group) {
-  scaler.set_found_inf_reducer([group](Tensor& found_inf) { group->all_reduce(found_inf, ReduceOp::max); });
+  scaler.set_found_inf_reducer([group](Tensor& found_inf) {
+    (group ? *group : *group_for(found_inf.device())).all_reduce(found_inf, ReduceOp::max);
+  });
 }
 
 }  // namespace hg::dist

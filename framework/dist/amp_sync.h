@@ -10,7 +10,9 @@ namespace hg::dist {
 
 // Installs on `scaler` an all-reduce (max) of each found-inf flag, run as soon as unscale_
 // computes it and before step() decides to skip: one small collective per optimizer per
-// step and no other host synchronisation. The group must outlive the scaler's use.
-void agree_on_overflow(amp::GradScaler& scaler, std::shared_ptr<ProcessGroup> group = default_group());
+// step and no other host synchronisation (on the nccl backend the flag stays on the device:
+// the all-reduce is queued on its stream and step() reads the result there). No group:
+// group_for(the flag's device), so cuda gradients agree over NCCL and CPU ones over MPI.
+void agree_on_overflow(amp::GradScaler& scaler, std::shared_ptr<ProcessGroup> group = nullptr);
 
 }  // namespace hg::dist

@@ -1,36 +1,46 @@
 // DistributedDataParallel: bucket assignment, the per-parameter "grad ready" hooks that
 // start a bucket's all-reduce once all its gradients have arrived (strictly in bucket
-// order, so every rank issues the same collectives in the same order), and the copy back.
+// order, so every rank issues the same collectives in the same order), and the copy back;
+// the backend follows the module's device (MPI for CPU parameters, NCCL for cuda ones).
 #include "framework/dist/ddp.h"
 
-#include <cstring>
 #include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
-#include "framework/bfloat16.h"
+#include "framework/autograd.h"
 #include "framework/error.h"
 #include "framework/grad_ready.h"
-#include "framework/half.h"
+#include "ops/copy.h"
+#include "ops/elementwise.h"
 
 namespace hg::dist {
 
 namespace {
-// f32 gradient / world size, rounded once into the 2-byte wire dtype, and back.
-void compress_into(const float* g, uint16_t* out, int64_t n, int world, DType dt) {
-  for (int64_t i = 0; i < n; ++i) {
-    float v = g[i] / static_cast<float>(world);
-    out[i] = dt == DType::f16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
-  }
-}
-void decompress_into(const uint16_t* in, float* g, int64_t n, DType dt) {
-  for (int64_t i = 0; i < n; ++i) g[i] = dt == DType::f16 ? half_bits_to_float(in[i]) : bf16_bits_to_float(in[i]);
+// The one device all of the module's parameters and buffers live on.
+Device module_device(nn::Module& m) {
+  std::optional<std::pair<std::string, Device>> first;
+  auto visit = [&](const std::string& name, const Tensor& t) {
+    if (!first) first.emplace(name, t.device());
+    HG_CHECK(t.device() == first->second, "DistributedDataParallel: '", first->first, "' is on ", first->second, " and '",
+             name, "' on ", t.device(), "; a replica's parameters and buffers must all be on this rank's one device");
+  };
+  for (auto& [name, p] : m.named_parameters()) visit(name, p);
+  for (auto& [name, b] : m.named_buffers()) visit(name, b);
+  return first ? first->second : Device::cpu();
 }
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared_ptr<ProcessGroup> group,
                                                  DdpOptions options)
     : module_(module), group_(std::move(group)), options_(options) {
-  HG_CHECK(group_, "DistributedDataParallel: no process group");
+  const Device device = module_device(module_);
+  if (!group_) group_ = group_for(device);
+  HG_CHECK(group_->supports(device), "DistributedDataParallel: the module is on ", device, " and the ",
+           group_->backend(), " backend does not reduce tensors there; ",
+           device.is_cuda() ? "cuda parameters need the nccl backend (dist::nccl_group(), or pass no group)"
+                            : "CPU parameters need the MPI backend (dist::default_group(), or pass no group)");
   HG_CHECK(options_.bucket_mb > 0, "DistributedDataParallel: bucket_mb must be positive, got ", options_.bucket_mb);
   HG_CHECK(!options_.compress || *options_.compress == DType::f16 || *options_.compress == DType::bf16,
            "DistributedDataParallel: compress must be f16 or bf16, got ", dtype_name(*options_.compress));
@@ -73,10 +83,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, std::shared
     stats_.bytes_per_step += nb;
   }
   stats_.buckets = static_cast<int64_t>(buckets_.size());
-  if (group_->size() == 1 && !options_.compress) return;  // nothing to average
-  for (auto& [name, p] : module_.named_parameters())
-    HG_CHECK(p.device().is_cpu(), "DistributedDataParallel: parameter '", name, "' is on ", p.device(),
-             "; the ", group_->backend(), " backend averages CPU tensors (a GPU backend, NCCL, is not implemented)");
+  // One process without a communication backend has nothing to average (a 1-rank MPI or
+  // NCCL group still runs its collectives, which exercises them).
+  if (group_->backend() == "single" && !options_.compress) return;
   for (int i = 0; i < static_cast<int>(params_.size()); ++i)
     hooks_.push_back(autograd::add_grad_ready_hook(params_[i], [this, i](const Tensor&) { on_grad_ready(i); }));
 }
@@ -111,41 +120,35 @@ void DistributedDataParallel::launch_ready_buckets() {
     launch(buckets_[next_launch_++]);
 }
 
+// Copies with halfgrad's ops (on the parameters' device and its current stream, where
+// NCCL then runs): compression is the f32 division by the world size, rounded once into
+// the wire dtype by copy_.
 void DistributedDataParallel::launch(Bucket& b) {
-  if (!b.flat.defined()) b.flat = empty({b.numel}, {b.dtype});
+  NoGrad ng;
+  if (!b.flat.defined()) b.flat = empty({b.numel}, {b.dtype, params_[b.params[0]].device()});
   int64_t off = 0;
-  const size_t wire = dtype_size(b.dtype);
   for (int i : b.params) {
     Tensor& p = params_[i];
     if (!p.grad().defined()) p.set_grad(zeros_like(p));  // unused on this step: contributes zeros
-    if (!p.grad().is_contiguous()) p.set_grad(p.grad().contiguous());
     const Tensor& g = p.grad();
     HG_CHECK(g.dtype() == p.dtype(), "DistributedDataParallel: a gradient of dtype ", dtype_name(g.dtype()),
              " for a parameter of dtype ", dtype_name(p.dtype()), "; gradients are averaged in their parameter's dtype");
-    char* dst = static_cast<char*>(b.flat.data_ptr()) + off * static_cast<int64_t>(wire);
-    if (options_.compress)
-      compress_into(g.data<float>(), reinterpret_cast<uint16_t*>(dst), g.numel(), group_->size(), b.dtype);
-    else
-      std::memcpy(dst, g.data_ptr(), static_cast<size_t>(g.numel()) * wire);
+    Tensor slot = b.flat.narrow(0, off, g.numel()).view(g.shape());
+    copy_(slot, options_.compress ? div(g, static_cast<double>(group_->size())) : g);
     off += g.numel();
   }
   b.work = group_->all_reduce_async(b.flat, options_.compress ? ReduceOp::sum : ReduceOp::avg);
 }
 
 void DistributedDataParallel::complete_all() {
+  NoGrad ng;
   for (Bucket& b : buckets_) {
     b.work->wait();
     b.work.reset();
     int64_t off = 0;
-    const size_t wire = dtype_size(b.dtype);
     for (int i : b.params) {
       const Tensor& g = params_[i].grad();
-      const char* src = static_cast<const char*>(b.flat.data_ptr()) + off * static_cast<int64_t>(wire);
-      if (options_.compress)
-        decompress_into(reinterpret_cast<const uint16_t*>(src), g.data<float>(), g.numel(), b.dtype);
-      else
-        std::memcpy(g.data_ptr(), src, static_cast<size_t>(g.numel()) * wire);
-      g.bump_version();
+      copy_(g, b.flat.narrow(0, off, g.numel()).view(g.shape()));  // widens a compressed f16/bf16 exactly
       off += g.numel();
     }
     b.ready = 0;

@@ -3,6 +3,8 @@
 // over the ranks in buckets (~25 MB, reverse registration order) started from the
 // autograd "grad ready" hook as soon as a bucket is complete, so communication overlaps
 // the rest of backward; the last bucket's arrival waits for all of them. See docs/distributed.md.
+// The module's parameters and buffers live on one device: the CPU (MPI backend) or this
+// rank's GPU (NCCL backend, dist::local_device()).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,7 +32,10 @@ struct DdpStats {
 
 class DistributedDataParallel {
  public:
-  explicit DistributedDataParallel(nn::Module& module, std::shared_ptr<ProcessGroup> group = default_group(),
+  // No group: group_for(the module's device). A group that does not reduce tensors on
+  // that device (MPI with cuda parameters, NCCL with CPU ones) is refused, as are
+  // parameters spread over several devices.
+  explicit DistributedDataParallel(nn::Module& module, std::shared_ptr<ProcessGroup> group = nullptr,
                                    DdpOptions options = {});
   ~DistributedDataParallel();
   DistributedDataParallel(const DistributedDataParallel&) = delete;

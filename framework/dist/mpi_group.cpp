@@ -150,6 +150,7 @@ class MpiGroup : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
+  bool supports(const Device& device) const override { return device.is_cpu(); }
 
   void all_reduce(Tensor& t, ReduceOp op) override { all_reduce_async(t, op)->wait(); }
 

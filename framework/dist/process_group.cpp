@@ -1,5 +1,5 @@
 // The parts of dist::ProcessGroup every backend shares: argument checks, the timeout
-// setting, the single-process group, and default_group()'s choice of backend.
+// setting, the single-process group, and the choice of backend (default_group, group_for).
 #include "framework/dist/process_group.h"
 
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "framework/dist/mpi_group.h"
+#include "framework/dist/nccl_group.h"
 #include "framework/error.h"
 
 namespace hg::dist {
@@ -26,7 +27,7 @@ void check_collective_tensor(const char* what, const Tensor& t, bool cpu_only) {
   HG_CHECK(t.defined(), "dist.", what, ": the tensor is undefined");
   HG_CHECK(t.is_contiguous(), "dist.", what, ": the tensor must be contiguous (call .contiguous() first)");
   HG_CHECK(!cpu_only || t.device().is_cpu(), "dist.", what, ": the MPI backend reduces CPU tensors, got one on ",
-           t.device(), " (GPU tensors need the NCCL backend)");
+           t.device(), " (cuda tensors need the nccl backend: dist::nccl_group(), or dist::group_for(device))");
 }
 
 int64_t timeout_seconds() {
@@ -53,6 +54,7 @@ class SingleProcessGroup : public ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
+  bool supports(const Device&) const override { return true; }
   void all_reduce(Tensor& t, ReduceOp op) override {
     detail::check_collective_tensor("all_reduce", t, false);
     HG_CHECK(op != ReduceOp::avg || is_floating(t.dtype()), "dist.all_reduce: avg needs a floating dtype, got ",
@@ -109,5 +111,25 @@ std::shared_ptr<ProcessGroup> default_group() {
   }
   return group;
 }
+
+std::shared_ptr<ProcessGroup> group_for(const Device& device) {
+  std::shared_ptr<ProcessGroup> host = default_group();
+  if (device.is_cpu() || host->size() == 1) return host;
+  return nccl_group();
+}
+
+int local_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    const char* s = std::getenv(v);
+    if (!s || !*s) continue;
+    char* end = nullptr;
+    long r = std::strtol(s, &end, 10);
+    HG_CHECK(end && *end == '\0' && r >= 0, v, " must be a rank's index on its machine (0, 1, ...), got '", s, "'");
+    return static_cast<int>(r);
+  }
+  return 0;
+}
+
+Device local_device() { return Device::cuda(local_rank()); }
 
 }  // namespace hg::dist

@@ -1,6 +1,7 @@
 // dist::ProcessGroup: the collectives data-parallel training needs (all_reduce, broadcast,
 // all_gather, barrier) on tensors of any dtype, behind one interface with an MPI backend
-// (CPU tensors) and a single-process backend that does nothing. See docs/distributed.md.
+// (CPU tensors), an NCCL backend (cuda tensors) and a single-process backend that does
+// nothing. See docs/distributed.md.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -31,12 +32,15 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "single", "mpi"
+  virtual std::string backend() const = 0;  // "single", "mpi", "nccl"
+  // Whether the collectives take tensors on `device` (MPI: the CPU; NCCL: cuda devices).
+  virtual bool supports(const Device& device) const = 0;
 
   // In place on a contiguous tensor, identical shape/dtype on every rank. f16/bf16 travel
   // in their own 2 bytes; two values are combined in f64 and rounded once (for 2 ranks the
   // correctly rounded sum). avg is that sum divided by size() and rounded again (exact for
   // power-of-two sizes unless subnormal). i64 refuses avg; b8 takes only max and min.
+  // (NCCL adds f16/bf16 in its own order and precision instead: see nccl_group.h.)
   virtual void all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
   // Starts the all-reduce and returns at once; `t` must not be touched until wait().
   virtual std::unique_ptr<Work> all_reduce_async(Tensor& t, ReduceOp op = ReduceOp::sum) = 0;
@@ -57,6 +61,11 @@ std::shared_ptr<ProcessGroup> default_group();
 std::shared_ptr<ProcessGroup> single_process_group();
 // Whether this build has the MPI backend.
 bool mpi_built();
+// The group for collectives on tensors of `device`: default_group() for CPU tensors, and for
+// cuda tensors nccl_group() when the job has more than one rank (one process has nothing
+// to communicate: the single-process group). DDP and agree_on_overflow use it when given
+// no group.
+std::shared_ptr<ProcessGroup> group_for(const Device& device);
 
 // Runs fn(); an exception escaping it on any rank is printed with the rank and ends the
 // whole job through pg.abort (the other ranks, blocked in a collective, end too).

@@ -36,26 +36,25 @@ TensorList sync_batch_norm_backward(ProcessGroup& pg, const Tensor& grad, const 
 }  // namespace
 
 SyncBatchNorm::SyncBatchNorm(int64_t channels, double eps_, double momentum_, std::shared_ptr<ProcessGroup> group)
-    : nn::BatchNorm2d(channels, eps_, momentum_), group_(std::move(group)) {
-  HG_CHECK(group_, "SyncBatchNorm: no process group");
-}
+    : nn::BatchNorm2d(channels, eps_, momentum_), group_(std::move(group)) {}
 
 Tensor SyncBatchNorm::forward_impl(const Tensor& x) {
   if (!is_training()) return nn::BatchNorm2d::forward_impl(x);
   HG_CHECK(x.defined() && x.dim() == 4 && x.size(3) == channels, "SyncBatchNorm(", channels, ") at '", path(),
            "': expected NHWC input [N, H, W, ", channels, "], got ", x.defined() ? shape_str(x.shape()) : "undefined");
+  const std::shared_ptr<ProcessGroup> pg = group_ ? group_ : group_for(x.device());
   Tensor y, xhat, invstd;
   double m = 0;
   {
     NoGrad ng;
     copy_(num_batches_tracked, num_batches_tracked + 1.0);
     Tensor x2 = x.to(f64).reshape({-1, channels});
-    Tensor count = from_data<double>({static_cast<double>(x2.size(0))}, {1});
-    group_->all_reduce(count, ReduceOp::sum);
+    Tensor count = from_data<double>({static_cast<double>(x2.size(0))}, {1}).to(x.device());
+    pg->all_reduce(count, ReduceOp::sum);
     m = count.item<double>();
     HG_CHECK(m > 1, "SyncBatchNorm(", channels, ") at '", path(), "': the global batch holds ", m,
              " value(s) per channel; training needs more than 1");
-    auto [s, ss] = all_reduce_pair(*group_, sum(x2, {0}), sum(x2 * x2, {0}));
+    auto [s, ss] = all_reduce_pair(*pg, sum(x2, {0}), sum(x2 * x2, {0}));
     Tensor mu = s / m;
     Tensor var = ss / m - mu * mu;  // in f64 the cancellation costs ~1e-16 relative, not f32's ~1e-7
     invstd = rsqrt(var + eps).to(f32);
@@ -65,7 +64,7 @@ Tensor SyncBatchNorm::forward_impl(const Tensor& x) {
     copy_(running_var, running_var * (1 - momentum) + (var * (m / (m - 1))).to(running_var.dtype()) * momentum);
   }
   autograd::record("sync_batch_norm", {x, weight, bias}, y,
-                   [pg = group_, xhat, invstd, w = weight, m, dt = x.dtype()](const Tensor& grad) {
+                   [pg, xhat, invstd, w = weight, m, dt = x.dtype()](const Tensor& grad) {
                      return sync_batch_norm_backward(*pg, grad, xhat, invstd, w, m, dt);
                    });
   return y;

@@ -12,8 +12,9 @@ namespace hg::dist {
 
 class SyncBatchNorm : public nn::BatchNorm2d {
  public:
+  // No group: group_for(the input's device) at each forward (MPI on the CPU, nccl on a GPU).
   explicit SyncBatchNorm(int64_t channels, double eps = 1e-5, double momentum = 0.1,
-                         std::shared_ptr<ProcessGroup> group = default_group());
+                         std::shared_ptr<ProcessGroup> group = nullptr);
   std::string type_name() const override { return "SyncBatchNorm"; }
 
  protected:

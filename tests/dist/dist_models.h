@@ -20,7 +20,8 @@ inline std::shared_ptr<nn::Sequential> make_mlp(uint64_t seed) {
 // FNV-1a over every parameter's bytes: equal checksums mean bit-identical parameters.
 inline int64_t checksum(nn::Module& m) {
   uint64_t h = 1469598103934665603ull;
-  for (auto& [name, p] : m.named_parameters()) {
+  for (auto& [name, param] : m.named_parameters()) {
+    const Tensor p = param.to(Device::cpu()).contiguous();
     const auto* b = static_cast<const unsigned char*>(p.data_ptr());
     size_t n = static_cast<size_t>(p.numel()) * dtype_size(p.dtype());
     for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
