@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/segbench/update_compare.h"
+#include "bench/segbench/update_stats.h"
+
 namespace hg::segbench {
 
 namespace {
@@ -26,6 +29,71 @@ double overall_mean(const RunResult& r, double LayerStats::*field) {
       ++n;
     }
   return n ? s / static_cast<double>(n) : 0;
+}
+
+std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
+
+std::string steps_text(int64_t first, int64_t last) {
+  return first == last ? "Step " + std::to_string(first) + " was"
+                       : "Steps " + std::to_string(first) + "-" + std::to_string(last) + " were";
+}
+
+// What Adam's state says about the worst oversized step: the share of its update that came
+// from elements whose stored v had flushed, and from those that divided by eps alone.
+std::string adam_mechanism(const UpdateSample& u) {
+  if (u.v_lost_share < 0) return "";
+  if (u.eps_only_share >= 0.5)
+    return pct(u.eps_only_share) + " of that update (by squared norm) came from the " + pct(u.eps_only_fraction) +
+           " of weights whose gradient was 0 at that step (flushed in f16) while Adam's stored second moment v was 0 "
+           "too although m was not: their earlier gradients had flushed out of v when it was stored in f16 "
+           "((1 - beta2) g^2 <= 2^-25 rounds to 0), so m / (sqrt(v) + eps) became m / eps with eps = 1e-8, and each "
+           "moved " + fmt("%.3g x lr on average. ", u.eps_only_mean_step);
+  if (u.v_lost_share >= 0.5)
+    return pct(u.v_lost_share) + " of that update (by squared norm) came from the " + pct(u.v_lost_fraction) +
+           " of weights whose stored second moment v had flushed to 0 although m had not, so the denominator held "
+           "only this step's gradient while m still carried larger earlier ones (" + pct(u.eps_only_share) +
+           " from those whose gradient was 0 too: m / eps). ";
+  return "Adam's second moment does not explain it: weights whose stored v had flushed carried only " +
+         pct(u.v_lost_share) + " of that update. ";
+}
+
+// What keeps the first updates normal, from the runs that keep Adam's state in f32.
+std::string f32_state_remedy(const Report& report, const RunResult& r) {
+  std::string s = "A loss scaler would not have prevented this: the optimizer reads the gradients unscaled, so "
+                  "(1 - beta2) g^2 flushes in f16 state all the same. Adam's state in f32 does";
+  std::string seen;
+  for (const RunResult& o : report.runs) {
+    if (&o == &r || o.optimizer_name != "Adam" || o.optimizer_state_dtype.find("f16") != std::string::npos) continue;
+    if (o.precision != "amp-master" && o.precision != "fp16-f32state") continue;
+    const RunResult* ref = update_reference(report, o);
+    const UpdateJump j = ref ? update_jump(o, *ref, kFirstUpdateSteps) : UpdateJump{};
+    if (j.max_factor <= 0) continue;
+    seen += (seen.empty() ? ": " : ", ") + o.precision + " (" + o.params_dtype + " weights, Adam state f32) " +
+            fmt("stayed within %.2g x fp32 over the same steps", j.max_factor);
+  }
+  return s + (seen.empty() ? " (amp-master keeps f32 master weights and state; --ablations adds fp16-f32state). "
+                           : seen + ". ");
+}
+
+// The first steps whose update was oversized against fp32's, why, and what prevents it.
+std::string update_story(const Report& report, const RunResult& r) {
+  const RunResult* ref = update_reference(report, r);
+  if (!ref) return "";
+  const UpdateJump j = update_jump(r, *ref, kFirstUpdateSteps);
+  if (!j.worst) return "";
+  const UpdateSample &u = *j.worst, &f = *j.ref;
+  std::string d = steps_text(j.first, j.last) + " finite, but" + fmt(" the updates were up to %.0f x ", j.factor) +
+                  ref->precision + "'s: at step " + std::to_string(u.step) +
+                  fmt(" the update/weight ratio ||w_after - w_before|| / ||w_before|| was %.3g", u.ratio) +
+                  fmt(" (largest layer %.3g, ", u.max_layer_ratio) + u.max_layer + ") against " + fmt("%.3g", f.ratio) +
+                  fmt(" (largest layer %.3g) in ", f.max_layer_ratio) + ref->precision + ", and " +
+                  pct(u.moved_fraction) + " of the weights moved by more than 10% of their value (" +
+                  pct(f.moved_fraction) + " in " + ref->precision + "). " + adam_mechanism(u);
+  if (r.first_nonfinite_step && *r.first_nonfinite_step > j.last)
+    d += "These finite updates wrecked the weights before the loss became non-finite at step " +
+         std::to_string(*r.first_nonfinite_step) + ". ";
+  if (u.v_lost_share >= 0.5) d += f32_state_remedy(report, r);
+  return d;
 }
 
 }  // namespace
@@ -65,10 +133,10 @@ void diagnose(Report& report) {
                "unscaled. ", 100 * under);
     }
     if (r.adam_v_flushed_fraction > 0.001)
-      d += fmt("Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): %.1f%% of "
-               "its second-moment elements flushed to zero although their gradient was not, so their update "
-               "became m / eps with eps = 1e-8, orders of magnitude too large. ",
-               100 * r.adam_v_flushed_fraction);
+      d += "Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): " +
+           fmt("up to %.1f%% of its second-moment elements were stored as 0 although their gradient was not ", 100 * r.adam_v_flushed_fraction) +
+           "((1 - beta2) g^2 <= 2^-25 flushes), so v forgot gradients that m still remembers. ";
+    d += update_story(report, r);
     if (lost > 0.05)
       d += fmt("Over the sampled steps %.1f%% of weight updates were rounded away", 100 * lost) +
            " (smaller than half an ulp of the " + std::string(r.precision == "fp16" ? "f16" : "stored") + " weight). ";
