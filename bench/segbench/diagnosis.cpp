@@ -38,21 +38,23 @@ std::string steps_text(int64_t first, int64_t last) {
                        : "Steps " + std::to_string(first) + "-" + std::to_string(last) + " were";
 }
 
-// What Adam's state says about the worst oversized step: the share of its update that came
-// from elements whose stored v had flushed, and from those that divided by eps alone.
-std::string adam_mechanism(const UpdateSample& u) {
+// What Adam's state says about the worst oversized step u (f: fp32's at that step): the
+// share of its update from elements whose stored v had flushed, and from those among them
+// whose gradient was 0 too, so that they divided by eps alone.
+std::string adam_mechanism(const UpdateSample& u, const UpdateSample& f) {
   if (u.v_lost_share < 0) return "";
+  const std::string v_lost = pct(u.v_lost_fraction) + " of the weights started the step with Adam's stored second "
+                             "moment v = 0 although m was not (v had flushed when it was stored in f16: "
+                             "(1 - beta2) g^2 <= 2^-25 rounds to 0), and they carried " + pct(u.v_lost_share) +
+                             " of the update (by squared norm)";
   if (u.eps_only_share >= 0.5)
     return pct(u.eps_only_share) + " of that update (by squared norm) came from the " + pct(u.eps_only_fraction) +
-           " of weights whose gradient was 0 at that step (flushed in f16) while Adam's stored second moment v was 0 "
-           "too although m was not: their earlier gradients had flushed out of v when it was stored in f16 "
-           "((1 - beta2) g^2 <= 2^-25 rounds to 0), so m / (sqrt(v) + eps) became m / eps with eps = 1e-8, and each "
-           "moved " + fmt("%.3g x lr on average. ", u.eps_only_mean_step);
+           " of weights whose gradient was 0 at that step (flushed in f16; " + pct(f.grad_zero_fraction) +
+           " zeros in fp32's) while their stored v was 0 too, so m / (sqrt(v) + eps) became m / eps with eps = 1e-8: "
+           "each of them moved " + fmt("%.3g x lr on average. In all, ", u.eps_only_mean_step) + v_lost + ". ";
   if (u.v_lost_share >= 0.5)
-    return pct(u.v_lost_share) + " of that update (by squared norm) came from the " + pct(u.v_lost_fraction) +
-           " of weights whose stored second moment v had flushed to 0 although m had not, so the denominator held "
-           "only this step's gradient while m still carried larger earlier ones (" + pct(u.eps_only_share) +
-           " from those whose gradient was 0 too: m / eps). ";
+    return v_lost + ": the denominator held only this step's gradient while m still carried larger earlier ones (" +
+           pct(u.eps_only_share) + " of the update from weights whose gradient was 0 too: m / eps). ";
   return "Adam's second moment does not explain it: weights whose stored v had flushed carried only " +
          pct(u.v_lost_share) + " of that update. ";
 }
@@ -87,8 +89,14 @@ std::string update_story(const Report& report, const RunResult& r) {
                   fmt(" the update/weight ratio ||w_after - w_before|| / ||w_before|| was %.3g", u.ratio) +
                   fmt(" (largest layer %.3g, ", u.max_layer_ratio) + u.max_layer + ") against " + fmt("%.3g", f.ratio) +
                   fmt(" (largest layer %.3g) in ", f.max_layer_ratio) + ref->precision + ", and " +
-                  pct(u.moved_fraction) + " of the weights moved by more than 10% of their value (" +
-                  pct(f.moved_fraction) + " in " + ref->precision + "). " + adam_mechanism(u);
+                  pct(u.big_step_fraction) + fmt(" of the weights moved by more than 10 x lr (lr = %g; ", u.lr) +
+                  pct(f.big_step_fraction) + " in " + ref->precision + "). " + adam_mechanism(u, f);
+  if (const UpdateSample* s0 = update_at(r, 0); s0 && j.first > 0 && u.v_lost_share >= 0.5)
+    if (const UpdateSample* f0 = update_at(*ref, 0))
+      d += fmt("Step 0 was normal (ratio %.3g", s0->ratio) + fmt(" against %.3g): ", f0->ratio) +
+           "each update computes v in f32 from the stored v and the new g^2 and only then rounds it into f16, so at "
+           "step 0, where m too held only that g, the step was right; from step 1 on v had lost the earlier g^2 that "
+           "m still carried. ";
   if (r.first_nonfinite_step && *r.first_nonfinite_step > j.last)
     d += "These finite updates wrecked the weights before the loss became non-finite at step " +
          std::to_string(*r.first_nonfinite_step) + ". ";

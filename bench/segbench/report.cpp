@@ -106,7 +106,7 @@ void run_json(JsonWriter& j, const RunResult& run) {
   for (const UpdateSample& u : run.updates) {
     j.begin_object().field("step", u.step).field("lr", u.lr).field("skipped", u.skipped).field("ratio", u.ratio);
     j.field("max_layer_ratio", u.max_layer_ratio).field("max_layer", u.max_layer);
-    j.field("moved_fraction", u.moved_fraction).field("grad_zero_fraction", u.grad_zero_fraction);
+    j.field("big_step_fraction", u.big_step_fraction).field("grad_zero_fraction", u.grad_zero_fraction);
     j.field("v_lost_fraction", u.v_lost_fraction).field("v_lost_share", u.v_lost_share);
     j.field("eps_only_fraction", u.eps_only_fraction).field("eps_only_share", u.eps_only_share);
     j.field("eps_only_mean_step", u.eps_only_mean_step).field("v_flushed_fraction", u.v_flushed_fraction);

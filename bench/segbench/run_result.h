@@ -100,7 +100,9 @@ struct UpdateSample {
   double ratio = 0;             // ||w_after - w_before|| / ||w_before|| over all parameters
   double max_layer_ratio = 0;   // the largest per-parameter ratio, and whose it is
   std::string max_layer;
-  double moved_fraction = 0;    // of the elements with w_before != 0: |w_after - w_before| > 0.1 |w_before|
+  // Elements that moved by more than 10 x lr: Adam steps each weight by about lr (at most
+  // a few lr), clipped SGD with momentum 0.9 by at most 10 lr.
+  double big_step_fraction = 0;
   double grad_zero_fraction = 0;  // elements whose gradient, as the optimizer read it, was exactly 0
   // Adam only (-1 otherwise). v_lost: the stored second moment v was 0 before the step
   // although m was not, so v had forgotten gradients m remembers (they flushed when v was

@@ -54,7 +54,7 @@ UpdateSample UpdateProbe::measure(int64_t step, bool skipped) const {
   const auto names = opt_.named_parameters();
   const auto& groups = opt_.param_groups();
   double dw2 = 0, w2 = 0, v_lost_dw2 = 0, eps_dw2 = 0, eps_step = 0;
-  int64_t nonzero_w = 0, moved = 0, with_grad = 0, grad_zero = 0, adam_n = 0, v_lost = 0, eps_only = 0;
+  int64_t elements = 0, big_step = 0, with_grad = 0, grad_zero = 0, adam_n = 0, v_lost = 0, eps_only = 0;
   int64_t grad_nonzero = 0, v_flushed = 0;
   bool adam = false;
   size_t flat = 0;
@@ -72,10 +72,7 @@ UpdateSample UpdateProbe::measure(int64_t step, bool skipped) const {
         l_dw2 += d * d;
         l_w2 += b.w[k] * b.w[k];
         unchanged += d == 0;
-        if (b.w[k] != 0) {
-          ++nonzero_w;
-          moved += std::abs(d) > 0.1 * std::abs(b.w[k]);
-        }
+        big_step += std::abs(d) > 10 * lr_;
         if (!b.has_grad) continue;
         ++with_grad;
         grad_zero += b.g[k] == 0;
@@ -104,9 +101,10 @@ UpdateSample UpdateProbe::measure(int64_t step, bool skipped) const {
       }
       dw2 += l_dw2;
       w2 += l_w2;
+      elements += static_cast<int64_t>(wa.size());
     }
   s.ratio = w2 > 0 ? std::sqrt(dw2 / w2) : NAN;
-  s.moved_fraction = fraction(moved, nonzero_w);
+  s.big_step_fraction = fraction(big_step, elements);
   s.grad_zero_fraction = fraction(grad_zero, with_grad);
   if (adam) {
     s.v_lost_fraction = fraction(v_lost, adam_n);

@@ -23,24 +23,23 @@ TEST_CASE("update probe: an SGD step's update/weight ratios match the hand-compu
   Tensor b = tensor({10.0f, 0.0f}).set_requires_grad().set_name("b");
   optim::SGD opt(optim::Params{{"w", w}, {"b", b}}, optim::SGDOptions{.lr = 0.5});
   w.set_grad(tensor({1.0f, 2.0f}));
-  b.set_grad(tensor({0.5f, 1.0f}));
+  b.set_grad(tensor({0.5f, 30.0f}));
   const UpdateProbe probe(opt);
   opt.step();
   const UpdateSample u = probe.measure(4, false);
-  // dw = -0.5 g: w moves by (-0.5, -1), b by (-0.25, -0.5).
+  // dw = -0.5 g: w moves by (-0.5, -1), b by (-0.25, -15).
   CHECK(u.step == 4);
   CHECK(u.lr == 0.5);
   CHECK_FALSE(u.skipped);
-  CHECK(u.ratio == Approx(std::sqrt(0.25 + 1 + 0.0625 + 0.25) / std::sqrt(9.0 + 16 + 100)));
+  CHECK(u.ratio == Approx(std::sqrt(0.25 + 1 + 0.0625 + 225) / std::sqrt(9.0 + 16 + 100)));
   REQUIRE(u.layers.size() == 2);
   CHECK(u.layers[0].name == "w");
   CHECK(u.layers[0].ratio == Approx(std::sqrt(1.25) / 5));
-  CHECK(u.layers[1].ratio == Approx(std::sqrt(0.3125) / 10));
+  CHECK(u.layers[1].ratio == Approx(std::sqrt(225.0625) / 10));
   CHECK(u.layers[0].unchanged_fraction == 0);
-  CHECK(u.max_layer == "w");
-  CHECK(u.max_layer_ratio == Approx(std::sqrt(1.25) / 5));
-  // |dw| / |w|: 0.5/3 and 1/4 exceed 10%, 0.25/10 does not, b[1] = 0 has no relative size.
-  CHECK(u.moved_fraction == Approx(2.0 / 3.0));
+  CHECK(u.max_layer == "b");
+  CHECK(u.max_layer_ratio == Approx(std::sqrt(225.0625) / 10));
+  CHECK(u.big_step_fraction == 0.25);  // only b[1] moved more than 10 lr = 5
   CHECK(u.grad_zero_fraction == 0);
   CHECK(u.v_lost_fraction == -1);  // no second moment: SGD
   CHECK(u.eps_only_share == -1);
@@ -107,7 +106,8 @@ RunResult run_with_ratios(const std::string& precision, const std::string& state
     u.ratio = ratios[s];
     u.max_layer = "enc0.conv1.weight";
     u.max_layer_ratio = 3 * ratios[s];
-    u.moved_fraction = ratios[s] > 1 ? 0.4 : 0.0;
+    u.lr = 0.01;
+    u.big_step_fraction = ratios[s] > 1 ? 0.4 : 0.0;
     u.v_lost_fraction = u.eps_only_fraction = 0;
     u.v_lost_share = u.eps_only_share = 0;
     r.updates.push_back(u);
@@ -145,9 +145,11 @@ TEST_CASE("fp16 diagnosis: oversized finite updates are named with their m / eps
   CHECK_THAT(d, Contains("Steps 1-2 were finite, but the updates were up to 1200 x fp32's"));
   CHECK_THAT(d, Contains("at step 1 the update/weight ratio ||w_after - w_before|| / ||w_before|| was 60"));
   CHECK_THAT(d, Contains("largest layer 180, enc0.conv1.weight) against 0.05"));
-  CHECK_THAT(d, Contains("40.0% of the weights moved by more than 10% of their value (0.0% in fp32)"));
+  CHECK_THAT(d, Contains("40.0% of the weights moved by more than 10 x lr (lr = 0.01; 0.0% in fp32)"));
   CHECK_THAT(d, Contains("90.0% of that update (by squared norm) came from the 30.0% of weights"));
-  CHECK_THAT(d, Contains("m / eps with eps = 1e-8, and each moved 4.7e+03 x lr on average"));
+  CHECK_THAT(d, Contains("m / eps with eps = 1e-8: each of them moved 4.7e+03 x lr on average"));
+  CHECK_THAT(d, Contains("In all, 35.0% of the weights started the step with Adam's stored second moment v = 0"));
+  CHECK_THAT(d, Contains("Step 0 was normal (ratio 0.05 against 0.05)"));
   CHECK_THAT(d, Contains("wrecked the weights before the loss became non-finite at step 3"));
   CHECK_THAT(d, Contains("A loss scaler would not have prevented this"));
   CHECK_THAT(d, Contains("amp-master (f16 weights, Adam state f32) stayed within 1.1 x fp32"));
