@@ -44,13 +44,12 @@ std::string steps_text(int64_t first, int64_t last) {
 std::string adam_mechanism(const UpdateSample& u, const UpdateSample& f) {
   if (u.v_lost_share < 0) return "";
   const std::string v_lost = pct(u.v_lost_fraction) + " of the weights started the step with Adam's stored second "
-                             "moment v = 0 although m was not (v had flushed when it was stored in f16: "
-                             "(1 - beta2) g^2 <= 2^-25 rounds to 0), and they carried " + pct(u.v_lost_share) +
-                             " of the update (by squared norm)";
+                             "moment v = 0 although m was not (v had flushed when it was stored), and they carried " +
+                             pct(u.v_lost_share) + " of the update (by squared norm)";
   if (u.eps_only_share >= 0.5)
     return pct(u.eps_only_share) + " of that update (by squared norm) came from the " + pct(u.eps_only_fraction) +
-           " of weights whose gradient was 0 at that step (flushed in f16; " + pct(f.grad_zero_fraction) +
-           " zeros in fp32's) while their stored v was 0 too, so m / (sqrt(v) + eps) became m / eps with eps = 1e-8: "
+           " of weights whose gradient was 0 at that step (flushed in f16; fp32's gradient had " +
+           pct(f.grad_zero_fraction) + " zeros) while their stored v was 0 too, so m / (sqrt(v) + eps) became m / eps with eps = 1e-8: "
            "each of them moved " + fmt("%.3g x lr on average. In all, ", u.eps_only_mean_step) + v_lost + ". ";
   if (u.v_lost_share >= 0.5)
     return v_lost + ": the denominator held only this step's gradient while m still carried larger earlier ones (" +
@@ -70,11 +69,12 @@ std::string f32_state_remedy(const Report& report, const RunResult& r) {
     const RunResult* ref = update_reference(report, o);
     const UpdateJump j = ref ? update_jump(o, *ref, kFirstUpdateSteps) : UpdateJump{};
     if (j.max_factor <= 0) continue;
-    seen += (seen.empty() ? ": " : ", ") + o.precision + " (" + o.params_dtype + " weights, Adam state f32) " +
-            fmt("stayed within %.2g x fp32 over the same steps", j.max_factor);
+    const bool master = o.params_dtype.find("master") != std::string::npos;
+    seen += (seen.empty() ? ": " : "; ") + o.precision + (master ? " (f32 master weights" : " (f16 weights") +
+            ", Adam state f32) " + fmt("stepped at most %.2f x fp32's update/weight ratio", j.max_factor);
   }
   return s + (seen.empty() ? " (amp-master keeps f32 master weights and state; --ablations adds fp16-f32state). "
-                           : seen + ". ");
+                           : seen + fmt(" over steps 0-%.0f. ", kFirstUpdateSteps - 1));
 }
 
 // The first steps whose update was oversized against fp32's, why, and what prevents it.
@@ -89,7 +89,7 @@ std::string update_story(const Report& report, const RunResult& r) {
                   fmt(" the update/weight ratio ||w_after - w_before|| / ||w_before|| was %.3g", u.ratio) +
                   fmt(" (largest layer %.3g, ", u.max_layer_ratio) + u.max_layer + ") against " + fmt("%.3g", f.ratio) +
                   fmt(" (largest layer %.3g) in ", f.max_layer_ratio) + ref->precision + ", and " +
-                  pct(u.big_step_fraction) + fmt(" of the weights moved by more than 10 x lr (lr = %g; ", u.lr) +
+                  pct(u.big_step_fraction) + fmt(" of the weights moved by more than 10 x lr (lr = %.3g; ", u.lr) +
                   pct(f.big_step_fraction) + " in " + ref->precision + "). " + adam_mechanism(u, f);
   if (const UpdateSample* s0 = update_at(r, 0); s0 && j.first > 0 && u.v_lost_share >= 0.5)
     if (const UpdateSample* f0 = update_at(*ref, 0))
@@ -142,8 +142,9 @@ void diagnose(Report& report) {
     }
     if (r.adam_v_flushed_fraction > 0.001)
       d += "Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): " +
-           fmt("up to %.1f%% of its second-moment elements were stored as 0 although their gradient was not ", 100 * r.adam_v_flushed_fraction) +
-           "((1 - beta2) g^2 <= 2^-25 flushes), so v forgot gradients that m still remembers. ";
+           fmt("up to %.1f%% of its second-moment elements were stored as 0 although their gradient was not ",
+               100 * r.adam_v_flushed_fraction) +
+           "((1 - beta2) g^2 <= 2^-25 flushes), so v forgets gradients that m still remembers. ";
     d += update_story(report, r);
     if (lost > 0.05)
       d += fmt("Over the sampled steps %.1f%% of weight updates were rounded away", 100 * lost) +

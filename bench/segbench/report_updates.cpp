@@ -13,9 +13,16 @@
 namespace hg::segbench {
 namespace {
 
+// Two significant digits, without an exponent from 100 on (a ratio of 340, not 3.4e+02).
 std::string sci(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", v);
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.2g", v);
+  return buf;
+}
+
+std::string factor(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 10 ? "%.0f" : "%.2f", v);
   return buf;
 }
 
@@ -50,7 +57,7 @@ TextTable update_cells(const Report& r) {
     const UpdateJump j = ref ? update_jump(run, *ref, kFirstUpdateSteps) : UpdateJump{};
     std::string vs = run.precision == "fp32" || run.precision == "fp32-sgd" ? "\u2013 (reference)" : "\u2013";
     if (j.largest)
-      vs = sci(j.max_factor) + "\u00d7 (step " + std::to_string(j.largest->step) + ", " + j.largest->max_layer + " " +
+      vs = factor(j.max_factor) + "\u00d7 (step " + std::to_string(j.largest->step) + ", " + j.largest->max_layer + " " +
            sci(j.largest->max_layer_ratio) + ")";
     row.push_back(vs);
     t.rows.push_back(std::move(row));

@@ -99,7 +99,7 @@ RunResult run_with_ratios(const std::string& precision, const std::string& state
   r.precision = precision;
   r.optimizer_name = "Adam";
   r.optimizer_state_dtype = state;
-  r.params_dtype = precision == "fp32" ? "f32" : "f16";
+  r.params_dtype = precision == "fp32" ? "f32" : precision == "amp-master" ? "f16 (f32 master)" : "f16";
   for (size_t s = 0; s < ratios.size(); ++s) {
     UpdateSample u;
     u.step = static_cast<int64_t>(s);
@@ -152,7 +152,7 @@ TEST_CASE("fp16 diagnosis: oversized finite updates are named with their m / eps
   CHECK_THAT(d, Contains("Step 0 was normal (ratio 0.05 against 0.05)"));
   CHECK_THAT(d, Contains("wrecked the weights before the loss became non-finite at step 3"));
   CHECK_THAT(d, Contains("A loss scaler would not have prevented this"));
-  CHECK_THAT(d, Contains("amp-master (f16 weights, Adam state f32) stayed within 1.1 x fp32"));
+  CHECK_THAT(d, Contains("amp-master (f32 master weights, Adam state f32) stepped at most 1.10 x fp32's"));
   CHECK_THAT(d, !Contains("no loss scaler to skip it"));
   CHECK(rep.runs[2].diagnosis.find("finite, but") == std::string::npos);
 
@@ -178,7 +178,7 @@ TEST_CASE("fp16 diagnosis: normal-sized updates raise nothing, and the report sh
   CHECK(t.rows[0].back() == "\u2013 (reference)");
   CHECK(t.rows[1][3] == "0.3");
   CHECK(t.rows[1][4] == "skipped");
-  CHECK_THAT(t.rows[1].back(), Contains("6\u00d7 (step 1"));
+  CHECK_THAT(t.rows[1].back(), Contains("6.00\u00d7 (step 1"));
   const std::string md = markdown_report(rep, SampleGrid{});
   CHECK_THAT(md, Contains("## Update size over the first steps"));
   CHECK_THAT(md, Contains("| fp16 | m, v f16 | 0.05 | 0.3 | skipped |"));
