@@ -195,10 +195,15 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     if (sampled) us.step = step;
     // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
     const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
+    // The probe copies every parameter to the host; its time is kept out of the step's.
     std::optional<UpdateProbe> probe;
+    auto tp = Clock::now();
     if (!stopping && (sampled || step < kFirstUpdateSteps)) probe.emplace(opt);
+    double probe_ms = ms_since(tp);
     amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
+    tp = Clock::now();
     if (probe) r.updates.push_back(probe->measure(step, res.skipped()));
+    probe_ms += ms_since(tp);
     scaler.update();
     if (fallback) {
       const size_t known = fallback->events().size();
@@ -215,7 +220,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     sched.step();
     opt.zero_grad();
     model.zero_grad();
-    const double o_ms = ms_since(t2);
+    const double o_ms = ms_since(t2) - probe_ms;
     if (profiler) r.op_profile = finish_op_profile(*profiler, cfg, precision, step);
     if (sampled) {
       // Weight elements whose update was rounded away (0 on a skipped step: nothing was proposed).
