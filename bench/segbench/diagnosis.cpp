@@ -50,7 +50,8 @@ std::string adam_mechanism(const UpdateSample& u, const UpdateSample& f) {
     return pct(u.eps_only_share) + " of that update (by squared norm) came from the " + pct(u.eps_only_fraction) +
            " of weights whose gradient was 0 at that step (flushed in f16; fp32's gradient had " +
            pct(f.grad_zero_fraction) + " zeros) while their stored v was 0 too, so m / (sqrt(v) + eps) became m / eps with eps = 1e-8: "
-           "each of them moved " + fmt("%.3g x lr on average. In all, ", u.eps_only_mean_step) + v_lost + ". ";
+           "each of them moved " + fmt(u.eps_only_mean_step >= 100 ? "%.0f" : "%.3g", u.eps_only_mean_step) +
+           " x lr on average. In all, " + v_lost + ". ";
   if (u.v_lost_share >= 0.5)
     return v_lost + ": the denominator held only this step's gradient while m still carried larger earlier ones (" +
            pct(u.eps_only_share) + " of the update from weights whose gradient was 0 too: m / eps). ";
