@@ -1,13 +1,15 @@
 // segbench's update/weight ratios and the diagnosis built on them: the probe against
-// updates computed by hand (an SGD step; Adam's m / eps once f16 state flushed v), and
-// the rule that names oversized finite updates on constructed runs, silent on normal ones.
+// updates computed by hand (an SGD step; Adam's m / eps once f16 state flushed v), the
+// trainer's samples, and the rule that names oversized updates, silent on normal ones.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "bench/segbench/diagnosis.h"
 #include "bench/segbench/report_parts.h"
+#include "bench/segbench/train.h"
 #include "bench/segbench/update_stats.h"
 #include "framework/half.h"
 #include "framework/optim/adam.h"
@@ -184,4 +186,31 @@ TEST_CASE("fp16 diagnosis: normal-sized updates raise nothing, and the report sh
   CHECK_THAT(md, Contains("| fp16 | m, v f16 | 0.05 | 0.3 | skipped |"));
   const std::string html = html_report(rep, SampleGrid{});
   CHECK_THAT(html, Contains("Update/weight ratio over the first steps"));
+}
+
+TEST_CASE("segbench records the first steps' updates, none for a step it stopped on", "[segbench][updates]") {
+  Config c;
+  c.profile = "quick";
+  c.steps = 4;
+  c.batch = 2;
+  c.size = 32;
+  c.width = 4;
+  c.growth_interval = 10;
+  c.val_images = 2;
+  c.progress = false;
+  c.poison_step = 2;  // a NaN pixel: fp32 has no scaler, so step 2 stops the run unapplied
+  const ValidationSet val = make_validation_set(c);
+  const RunResult r = train_run(c, "fp32", Device::cpu(), val, {});
+  REQUIRE(r.updates.size() == 2);
+  double v_flushed = -1;
+  for (int64_t s = 0; s < 2; ++s) {
+    const UpdateSample& u = r.updates[static_cast<size_t>(s)];
+    CHECK(u.step == s);
+    CHECK(u.ratio > 0);
+    CHECK(std::isfinite(u.ratio));
+    CHECK(u.layers.size() == r.updates[0].layers.size());
+    CHECK(u.v_lost_fraction == 0);  // f32 state: v never flushes here
+    v_flushed = std::max(v_flushed, u.v_flushed_fraction);
+  }
+  CHECK(r.adam_v_flushed_fraction == v_flushed);
 }
