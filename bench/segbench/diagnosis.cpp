@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/segbench/update_compare.h"
+#include "bench/segbench/update_stats.h"
+
 namespace hg::segbench {
 
 namespace {
@@ -26,6 +29,80 @@ double overall_mean(const RunResult& r, double LayerStats::*field) {
       ++n;
     }
   return n ? s / static_cast<double>(n) : 0;
+}
+
+std::string pct(double v) { return fmt("%.1f%%", 100 * v); }
+
+std::string steps_text(int64_t first, int64_t last) {
+  return first == last ? "Step " + std::to_string(first) + " was"
+                       : "Steps " + std::to_string(first) + "-" + std::to_string(last) + " were";
+}
+
+// What Adam's state says about the worst oversized step u (f: fp32's at that step): the
+// share of its update from elements whose stored v had flushed, and from those among them
+// whose gradient was 0 too, so that they divided by eps alone.
+std::string adam_mechanism(const UpdateSample& u, const UpdateSample& f) {
+  if (u.v_lost_share < 0) return "";
+  const std::string v_lost = pct(u.v_lost_fraction) + " of the weights started the step with Adam's stored second "
+                             "moment v = 0 although m was not (v had flushed when it was stored), and they carried " +
+                             pct(u.v_lost_share) + " of the update (by squared norm)";
+  if (u.eps_only_share >= 0.5)
+    return pct(u.eps_only_share) + " of that update (by squared norm) came from the " + pct(u.eps_only_fraction) +
+           " of weights whose gradient was 0 at that step (flushed in f16; fp32's gradient had " +
+           pct(f.grad_zero_fraction) + " zeros) while their stored v was 0 too, so m / (sqrt(v) + eps) became m / eps with eps = 1e-8: "
+           "each of them moved " + fmt(u.eps_only_mean_step >= 100 ? "%.0f" : "%.3g", u.eps_only_mean_step) +
+           " x lr on average. In all, " + v_lost + ". ";
+  if (u.v_lost_share >= 0.5)
+    return v_lost + ": the denominator held only this step's gradient while m still carried larger earlier ones (" +
+           pct(u.eps_only_share) + " of the update from weights whose gradient was 0 too: m / eps). ";
+  return "Adam's second moment does not explain it: weights whose stored v had flushed carried only " +
+         pct(u.v_lost_share) + " of that update. ";
+}
+
+// What keeps the first updates normal, from the runs that keep Adam's state in f32.
+std::string f32_state_remedy(const Report& report, const RunResult& r) {
+  std::string s = "A loss scaler would not have prevented this: the optimizer reads the gradients unscaled, so "
+                  "(1 - beta2) g^2 flushes in f16 state all the same. Adam's state in f32 does";
+  std::string seen;
+  for (const RunResult& o : report.runs) {
+    if (&o == &r || o.optimizer_name != "Adam" || o.optimizer_state_dtype.find("f16") != std::string::npos) continue;
+    if (o.precision != "amp-master" && o.precision != "fp16-f32state") continue;
+    const RunResult* ref = update_reference(report, o);
+    const UpdateJump j = ref ? update_jump(o, *ref, kFirstUpdateSteps) : UpdateJump{};
+    if (j.max_factor <= 0) continue;
+    const bool master = o.params_dtype.find("master") != std::string::npos;
+    seen += (seen.empty() ? ": " : "; ") + o.precision + (master ? " (f32 master weights" : " (f16 weights") +
+            ", Adam state f32) " + fmt("stepped at most %.2f x fp32's update/weight ratio", j.max_factor);
+  }
+  return s + (seen.empty() ? " (amp-master keeps f32 master weights and state; --ablations adds fp16-f32state). "
+                           : seen + fmt(" over steps 0-%.0f. ", kFirstUpdateSteps - 1));
+}
+
+// The first steps whose update was oversized against fp32's, why, and what prevents it.
+std::string update_story(const Report& report, const RunResult& r) {
+  const RunResult* ref = update_reference(report, r);
+  if (!ref) return "";
+  const UpdateJump j = update_jump(r, *ref, kFirstUpdateSteps);
+  if (!j.worst) return "";
+  const UpdateSample &u = *j.worst, &f = *j.ref;
+  std::string d = steps_text(j.first, j.last) + " finite, but" + fmt(" the updates were up to %.0f x ", j.factor) +
+                  ref->precision + "'s: at step " + std::to_string(u.step) +
+                  fmt(" the update/weight ratio ||w_after - w_before|| / ||w_before|| was %.3g", u.ratio) +
+                  fmt(" (largest layer %.3g, ", u.max_layer_ratio) + u.max_layer + ") against " + fmt("%.3g", f.ratio) +
+                  fmt(" (largest layer %.3g) in ", f.max_layer_ratio) + ref->precision + ", and " +
+                  pct(u.big_step_fraction) + fmt(" of the weights moved by more than 10 x lr (lr = %.3g; ", u.lr) +
+                  pct(f.big_step_fraction) + " in " + ref->precision + "). " + adam_mechanism(u, f);
+  if (const UpdateSample* s0 = update_at(r, 0); s0 && j.first > 0 && u.v_lost_share >= 0.5)
+    if (const UpdateSample* f0 = update_at(*ref, 0))
+      d += fmt("Step 0 was normal (ratio %.3g", s0->ratio) + fmt(" against %.3g): ", f0->ratio) +
+           "each update computes v in f32 from the stored v and the new g^2 and only then rounds it into f16, so at "
+           "step 0, where m too held only that g, the step was right; from step 1 on v had lost the earlier g^2 that "
+           "m still carried. ";
+  if (r.first_nonfinite_step && *r.first_nonfinite_step > j.last)
+    d += "These finite updates wrecked the weights before the loss became non-finite at step " +
+         std::to_string(*r.first_nonfinite_step) + ". ";
+  if (u.v_lost_share >= 0.5) d += f32_state_remedy(report, r);
+  return d;
 }
 
 }  // namespace
@@ -65,10 +142,11 @@ void diagnose(Report& report) {
                "unscaled. ", 100 * under);
     }
     if (r.adam_v_flushed_fraction > 0.001)
-      d += fmt("Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): %.1f%% of "
-               "its second-moment elements flushed to zero although their gradient was not, so their update "
-               "became m / eps with eps = 1e-8, orders of magnitude too large. ",
-               100 * r.adam_v_flushed_fraction);
+      d += "Adam keeps its moments in f16 here (as PyTorch does for a model cast with .half()): " +
+           fmt("up to %.1f%% of its second-moment elements were stored as 0 although their gradient was not ",
+               100 * r.adam_v_flushed_fraction) +
+           "((1 - beta2) g^2 <= 2^-25 flushes), so v forgets gradients that m still remembers. ";
+    d += update_story(report, r);
     if (lost > 0.05)
       d += fmt("Over the sampled steps %.1f%% of weight updates were rounded away", 100 * lost) +
            " (smaller than half an ulp of the " + std::string(r.precision == "fp16" ? "f16" : "stored") + " weight). ";

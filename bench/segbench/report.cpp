@@ -102,6 +102,20 @@ void run_json(JsonWriter& j, const RunResult& run) {
     j.end_object();
   }
   j.end_array();
+  j.key("updates").begin_array();
+  for (const UpdateSample& u : run.updates) {
+    j.begin_object().field("step", u.step).field("lr", u.lr).field("skipped", u.skipped).field("ratio", u.ratio);
+    j.field("max_layer_ratio", u.max_layer_ratio).field("max_layer", u.max_layer);
+    j.field("big_step_fraction", u.big_step_fraction).field("grad_zero_fraction", u.grad_zero_fraction);
+    j.field("v_lost_fraction", u.v_lost_fraction).field("v_lost_share", u.v_lost_share);
+    j.field("eps_only_fraction", u.eps_only_fraction).field("eps_only_share", u.eps_only_share);
+    j.field("eps_only_mean_step", u.eps_only_mean_step).field("v_flushed_fraction", u.v_flushed_fraction);
+    j.key("layers").begin_array();
+    for (const LayerUpdate& l : u.layers)
+      j.begin_object(true).field("name", l.name).field("ratio", l.ratio).field("unchanged_fraction", l.unchanged_fraction).end_object();
+    j.end_array().end_object();
+  }
+  j.end_array();
   j.key("fallback_events").begin_array();
   for (const FallbackEvent& e : run.fallback_events)
     j.begin_object(true).field("step", e.step).field("module", e.module).field("reason", e.reason).end_object();
@@ -188,6 +202,7 @@ void write_report(const Report& r, const std::string& dir) {
       {"report.html", html_report(r, samples)}};
   const std::vector<ExponentPanel> panels = exponent_panels(r);  // report.md links the figure
   if (!panels.empty()) files.emplace_back("grad_exponents.svg", svg_exponent_histogram("Gradient exponents of the logits", panels));
+  if (has_update_ratios(r)) files.emplace_back("update_ratio.svg", update_svg(r));
   Image8 png;
   if (samples.rows > 0) png = samples_png(r, samples);
 

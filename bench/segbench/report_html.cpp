@@ -227,6 +227,11 @@ std::string html_report(const Report& r, const SampleGrid& samples) {
   h << "<p>" << esc(steps_to_target_text(r)) << "</p>\n<h2>Training curves</h2>\n";
   curve_plots(h, r, cpu);
   underflow_section(h, r);
+  if (has_update_ratios(r)) {
+    h << "<h2>Update size over the first steps</h2>\n<p>" << esc(update_legend()) << "</p>\n";
+    table(h, update_cells(r), colours, SIZE_MAX, true);
+    figure(h, update_svg(r), "log2 of the update/weight ratio per step; \u00d7 marks a step the loss scaler skipped.");
+  }
   samples_section(h, r, samples);
   diagnosis_section(h, r);
   h << op_profile_html(r);

@@ -246,6 +246,14 @@ std::string markdown_report(const Report& r, const SampleGrid& samples) {
   for (const auto& row : modes.rows) md << md_row(row);
   if (const std::vector<ExponentPanel> panels = exponent_panels(r); !panels.empty())
     md << "\n![gradient exponents of the logits](grad_exponents.svg)\n\n" << exponent_caption(panels) << "\n";
+  if (has_update_ratios(r)) {
+    const TextTable t = update_cells(r);
+    md << "\n## Update size over the first steps\n\n" << update_legend() << "\n\n" << md_row(t.header) << "|";
+    for (size_t c = 0; c < t.header.size(); ++c) md << (c < 2 ? " --- |" : " ---: |");
+    md << "\n";
+    for (const auto& row : t.rows) md << md_row(row);
+    md << "\n![update/weight ratio over the first steps, log scale](update_ratio.svg)\n";
+  }
   const UnderflowPick pick = worst_underflow(r, 10);
   if (pick.run) {
     const TextTable t = underflow_cells(pick);

@@ -60,6 +60,13 @@ double logits_would_flush(const RunResult& run);
 // The exponent-histogram figure: fp32 (unscaled f32) and amp (scaled f16) logit gradients.
 std::vector<ExponentPanel> exponent_panels(const Report& r);
 std::string exponent_caption(const std::vector<ExponentPanel>& panels);
+// The update/weight ratio per mode over the first steps (report_updates.cpp): whether any
+// run measured one, the table (one column per step, then the largest factor over fp32's),
+// its legend, and the log-scale plot (report.html inline, update_ratio.svg beside report.md).
+bool has_update_ratios(const Report& r);
+TextTable update_cells(const Report& r);
+std::string update_legend();
+std::string update_svg(const Report& r);
 // The measured ratio where the arithmetic ran in the mode's own precision; on a CPU path
 // that widens f16/bf16 to f32, "n/a (widened to f32; 0.55x measured)".
 std::string speedup_cell(const RunResult& run, const RunResult* fp32);

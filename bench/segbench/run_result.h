@@ -82,6 +82,39 @@ struct UnderflowSample {
   GradientExponents logits;  // gradient of the model's output (the logits) as backward stored it
 };
 
+// One optimizer step against the weights it moved, on the optimizer's own parameters (f16
+// for fp16, the f32 masters for amp-master), at the first steps and every sampled step.
+struct LayerUpdate {
+  std::string name;
+  double ratio = 0;               // ||w_after - w_before|| / ||w_before|| (NaN where ||w_before|| = 0)
+  double unchanged_fraction = 0;  // elements whose stored weight did not change
+};
+
+// Every step below this one is measured, then only the sampled steps.
+constexpr int64_t kFirstUpdateSteps = 8;
+
+struct UpdateSample {
+  int64_t step = 0;
+  double lr = 0;                // the learning rate the step used
+  bool skipped = false;         // the loss scaler dropped the step: nothing moved
+  double ratio = 0;             // ||w_after - w_before|| / ||w_before|| over all parameters
+  double max_layer_ratio = 0;   // the largest per-parameter ratio, and whose it is
+  std::string max_layer;
+  // Elements that moved by more than 10 x lr: Adam steps each weight by about lr (at most
+  // a few lr), clipped SGD with momentum 0.9 by at most 10 lr.
+  double big_step_fraction = 0;
+  double grad_zero_fraction = 0;  // elements whose gradient, as the optimizer read it, was exactly 0
+  // Adam only (-1 otherwise). v_lost: the stored second moment v was 0 before the step
+  // although m was not, so v had forgotten gradients m remembers (they flushed when v was
+  // stored); eps_only: v_lost and a zero gradient, so the denominator was eps alone and the
+  // step lr * m_hat / eps. Fractions of all elements; shares of ||w_after - w_before||^2.
+  double v_lost_fraction = -1, v_lost_share = -1;
+  double eps_only_fraction = -1, eps_only_share = -1;
+  double eps_only_mean_step = -1;  // mean |w_after - w_before| / lr over the eps_only elements
+  double v_flushed_fraction = -1;  // of the elements with g != 0: v stored as 0 after the step
+  std::vector<LayerUpdate> layers;
+};
+
 struct FallbackEvent {
   int64_t step = 0;
   std::string module, reason;
@@ -113,11 +146,12 @@ struct RunResult {
   std::optional<int64_t> first_nonfinite_step;
   std::vector<std::pair<int64_t, std::vector<std::pair<std::string, int64_t>>>> nonfinite_params;  // step -> (param, count)
   std::vector<UnderflowSample> underflow;
+  std::vector<UpdateSample> updates;  // the first kFirstUpdateSteps steps and the sampled ones
   std::vector<FallbackEvent> fallback_events;
   std::string diagnosis;         // one paragraph: what went wrong in this mode and why ("" if nothing)
   std::string numerics_worst;    // the numerics monitor's worst offenders for f16, one per line
-  // With the optimizer's state in f16: the largest fraction, over the steps checked, of
-  // Adam second-moment elements that were 0 although their gradient was not (-1: n/a).
+  // Adam: the largest fraction, over the steps in `updates`, of second-moment elements
+  // stored as 0 although their gradient was not (flushed in f16 state; -1: not Adam).
   double adam_v_flushed_fraction = -1;
   // Sample predictions on the first validation images: argmax labels, size*size each.
   std::vector<std::vector<int64_t>> sample_predictions;

@@ -1,7 +1,6 @@
 // The training loop of one run: the precision recipe (autocast, parameter dtype, master
-// weights, loss scaling), Adam (or SGD for the ablations) with cosine decay and clipping
-// of unscaled gradients, timings per phase, stored-gradient statistics at sampled steps,
-// and validation.
+// weights, loss scaling), Adam (or SGD) with cosine decay and clipping of unscaled gradients,
+// timings per phase, gradient statistics and update/weight ratios at sampled steps, validation.
 #include "bench/segbench/train.h"
 
 #include <omp.h>
@@ -25,6 +24,7 @@
 #include "bench/segbench/grad_stats.h"
 #include "bench/segbench/modes.h"
 #include "bench/segbench/profile_section.h"
+#include "bench/segbench/update_stats.h"
 #include "framework/allocator.h"
 #include "framework/cpu/isa.h"
 #include "framework/optim/adam.h"
@@ -51,24 +51,6 @@ Timing timing_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
   return {at(0.5), at(0.9)};
-}
-
-// Fraction of Adam's second-moment elements that are 0 although the gradient just
-// applied was not: with f16 state, g^2 below 2^-24 flushes and the update becomes m/eps.
-double flushed_second_moments(const optim::Optimizer& opt) {
-  int64_t flushed = 0, total = 0;
-  const auto& params = opt.param_groups()[0].params;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const optim::ParamState* st = opt.state(0, i);
-    if (!st || !params[i].grad().defined()) continue;
-    std::vector<double> v = st->buffers.at("exp_avg_sq").to_vector<double>();
-    std::vector<double> g = params[i].grad().to_vector<double>();
-    for (size_t k = 0; k < v.size(); ++k) {
-      total += g[k] != 0;
-      flushed += g[k] != 0 && v[k] == 0;
-    }
-  }
-  return total ? static_cast<double>(flushed) / static_cast<double>(total) : 0.0;
 }
 
 int64_t max_rss_bytes() {
@@ -210,14 +192,18 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     std::vector<Tensor> plist;
     for (auto& [n, p] : opt_params) plist.push_back(p);
     optim::clip_grad_norm_(plist, cfg.clip);
-    std::vector<std::vector<double>> w_before;
-    if (sampled) {
-      us.step = step;
-      for (auto& [n, p] : opt_params) w_before.push_back(p.to_vector<double>());
-    }
+    if (sampled) us.step = step;
     // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
     const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
+    // The probe copies every parameter to the host; its time is kept out of the step's.
+    std::optional<UpdateProbe> probe;
+    auto tp = Clock::now();
+    if (!stopping && (sampled || step < kFirstUpdateSteps)) probe.emplace(opt);
+    double probe_ms = ms_since(tp);
     amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
+    tp = Clock::now();
+    if (probe) r.updates.push_back(probe->measure(step, res.skipped()));
+    probe_ms += ms_since(tp);
     scaler.update();
     if (fallback) {
       const size_t known = fallback->events().size();
@@ -231,30 +217,17 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
       }
     }
     if (mw) mw->copy_master_to_model();
-    if (md.optimizer == OptimizerKind::adam && rc.optimizer_state_in_param_dtype && !res.skipped() && (sampled || step < 20))
-      r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, flushed_second_moments(opt));
     sched.step();
     opt.zero_grad();
     model.zero_grad();
-    const double o_ms = ms_since(t2);
+    const double o_ms = ms_since(t2) - probe_ms;
     if (profiler) r.op_profile = finish_op_profile(*profiler, cfg, precision, step);
     if (sampled) {
-      // Weight elements whose update was non-zero in exact arithmetic but rounded away.
-      size_t li = 0, pi = 0;
-      for (auto& [n, p] : opt_params) {
-        const auto& wb = w_before[pi++];
-        if (li < us.layers.size() && us.layers[li].name == n) {
-          std::vector<double> wa = p.to_vector<double>();
-          int64_t lost = 0, moved_or_lost = 0;
-          const bool finite_step = !res.skipped();
-          for (size_t k = 0; k < wa.size() && finite_step; ++k) {
-            ++moved_or_lost;
-            if (wa[k] == wb[k]) ++lost;
-          }
-          us.layers[li].update_lost_fraction = moved_or_lost ? static_cast<double>(lost) / static_cast<double>(moved_or_lost) : 0.0;
-          ++li;
-        }
-      }
+      // Weight elements whose update was rounded away (0 on a skipped step: nothing was proposed).
+      if (probe)
+        for (const LayerUpdate& l : r.updates.back().layers)
+          for (LayerStats& ls : us.layers)
+            if (ls.name == l.name) ls.update_lost_fraction = l.unchanged_fraction;
       r.underflow.push_back(std::move(us));
     }
     if (step >= 2) {  // the first steps pay one-time costs
@@ -292,8 +265,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     if (progress) progress(step, cfg.steps, loss_value, dice, scale_now, (step + 1) * cfg.batch / std::max(secs, 1e-9));
     if (stopping) {
       r.stopped_early = true;
-      r.stop_reason = "non-finite loss (" + std::to_string(loss_value) + ") at step " + std::to_string(step) +
-                      " with no loss scaler to skip it; training stopped";
+      r.stop_reason = "non-finite loss (" + std::to_string(loss_value) + ") at step " + std::to_string(step);
       break;
     }
   }
@@ -308,6 +280,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     r.numerics_worst = monitor->worst_table(8);
     if (!cfg.out.empty()) monitor->write_jsonl(cfg.out + "/numerics-" + precision + ".jsonl");
   }
+  for (const UpdateSample& u : r.updates) r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, u.v_flushed_fraction);
   r.peak_bytes = memory_stats(device).peak;
   r.max_rss_bytes = max_rss_bytes();
 

@@ -1,6 +1,7 @@
 """Checks a segbench report folder as CI does: every file written, the JSON well formed,
 amp within tolerance of fp32, a diagnosis for the naive fp16 run, every mode's dtypes, the
-ablation ladder complete when it ran, and the gradient-exponent figure."""
+ablation ladder complete when it ran, the gradient-exponent figure, and the update/weight
+ratios of the first steps (JSON, table, figure)."""
 import json
 import os
 import sys
@@ -25,6 +26,12 @@ if any(m in runs for m in ladder):
     missing = [m for m in ladder if m not in runs]
     assert not missing, f"the ablation ladder ran without {missing}"
 assert os.path.isfile(os.path.join(folder, "grad_exponents.svg")), "no gradient-exponent figure"
+for run in report["runs"]:
+    steps = [u["step"] for u in run["updates"]]
+    assert steps[:1] == [0], f"{run['precision']}: no update/weight ratio for step 0"
+md = open(os.path.join(folder, "report.md")).read()
+assert "## Update size over the first steps" in md, "report.md has no update/weight ratio table"
+assert os.path.isfile(os.path.join(folder, "update_ratio.svg")), "no update/weight ratio figure"
 html = open(os.path.join(folder, "report.html")).read()
 assert "<svg" in html and "<script" not in html, "report.html lacks plots or contains scripts"
 print(f"report ok: fp32 Dice {d32:.3f}, amp {damp:.3f}; fp16: {runs['fp16']['diagnosis'][:120]}")
