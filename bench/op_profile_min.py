@@ -6,7 +6,8 @@ loaded 2-core machine one call can take a whole scheduler slice, ~5-8 ms, and th
 the step's sum), so the sum of per-call minima estimates the quiet-machine op time.
     bench/op_profile_min.py --segbench build-cpu/bench/segbench --runs 5 --threads 2
 Prints each mode's plain op time (median over runs), the sum of per-call minima, and the ops
-with the largest minima."""
+with the largest minima. --baseline OTHER_SEGBENCH alternates runs of the two programs (a
+before/after comparison under the same load) and prints both."""
 import argparse
 import collections
 import json
@@ -32,8 +33,8 @@ def top_level_ops(trace_path):
     return ops
 
 
-def run_segbench(args, out):
-    cmd = [args.segbench, "--device", "cpu", "--profile", "cpu", "--precision", args.modes, "--steps", "3",
+def run_segbench(segbench, args, out):
+    cmd = [segbench, "--device", "cpu", "--profile", "cpu", "--precision", args.modes, "--steps", "3",
            "--profile-ops", "2", "--val-images", "16", "--eval-every", "0", "--monitor-every", "0",
            "--threads", str(args.threads), "--no-progress", "--out", out] + args.extra
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -47,16 +48,24 @@ def main():
     p.add_argument("--modes", default="fp32,amp,bf16")
     p.add_argument("--top", type=int, default=8, help="ops listed per mode")
     p.add_argument("extra", nargs="*", help="more segbench flags, after --")
+    p.add_argument("--baseline", help="a second segbench (e.g. main's build), run alternately with --segbench")
     args = p.parse_args()
+    programs = [args.segbench] + ([args.baseline] if args.baseline else [])
     modes = args.modes.split(",")
-    runs = {m: [] for m in modes}
+    runs = {prog: {m: [] for m in modes} for prog in programs}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.runs):
-            out = os.path.join(tmp, str(r))
-            run_segbench(args, out)
-            for m in modes:
-                runs[m].append(top_level_ops(os.path.join(out, f"trace_{m}.json")))
-    print(f"segbench profiled step, {args.threads} thread(s), {args.runs} runs; ms")
+            for k, prog in enumerate(programs):
+                out = os.path.join(tmp, f"{r}_{k}")
+                run_segbench(prog, args, out)
+                for m in modes:
+                    runs[prog][m].append(top_level_ops(os.path.join(out, f"trace_{m}.json")))
+    for prog in programs:
+        report(prog, runs[prog], modes, args)
+
+
+def report(prog, runs, modes, args):
+    print(f"{prog}: profiled step, {args.threads} thread(s), {args.runs} runs; ms")
     print(f"{'mode':<6} {'op ms (median of runs)':>24} {'sum of per-call minima':>24}")
     per_op = {}
     for m in modes:
@@ -74,7 +83,7 @@ def main():
         print(f"\n{m}: largest ops by per-call minima (ms)")
         for name, ms in per_op[m].most_common(args.top):
             print(f"  {name:<40} {ms:8.2f}")
-
+    print()
 
 if __name__ == "__main__":
     main()
