@@ -38,11 +38,10 @@ HG_X86_V3 __m128i f32_to_bf16_bits8(__m256 v) {
   const __m256i x = _mm256_castps_si256(v);
   const __m256i top = _mm256_srli_epi32(x, 16);
   const __m256i bias = _mm256_add_epi32(_mm256_and_si256(top, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
-  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
   const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-  if (!_mm256_testz_ps(nan, nan))  // rare: the blend only runs for blocks holding a NaN
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(0x40)), _mm256_castps_si256(nan));
-  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  const __m256i q = _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(0x40)), _mm256_castps_si256(nan));
+  return _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
 }
 
 HG_X86_V3 void store_bf16x8(bfloat16* p, __m256 v) {

@@ -302,10 +302,10 @@ TEST_CASE("bulk bf16 <-> f32 gives the scalar bits", "[bfloat16][bulk]") {
   REQUIRE(t.bad == 0);
 }
 
-TEST_CASE("bulk f32 -> bf16 rounds the other lanes of a block holding NaNs, for every NaN lane mask", "[bfloat16][bulk]") {
-  // The vector store blends the NaN lanes only when its block of 8 holds one; each of the
-  // 256 masks puts signaling and quiet NaNs (payloads that would carry if rounded) among
-  // ties, carries into the exponent, overflow and subnormals.
+TEST_CASE("bulk f32 -> bf16 keeps NaN lanes quiet and rounds the others, for every NaN lane mask", "[bfloat16][bulk]") {
+  // The vector store blends truncated NaN lanes into rounded ones; each of the 256 masks
+  // puts signaling and quiet NaNs (payloads that would carry if rounded) among ties,
+  // carries into the exponent, overflow and subnormals.
   const uint32_t nans[4] = {0x7f80ffffu, 0xffffffffu, 0x7fc08000u, 0x7f807fffu};
   const uint32_t others[8] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x00008000u,
                               0x80018000u, 0x3f7fffffu, 0xff7f8000u, 0x00000000u};
