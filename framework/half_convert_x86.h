@@ -22,12 +22,13 @@ HG_X86_V3 void store_f16x8(half* p, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-// bf16 -> f32 is a 16-bit shift; a NaN gets its quiet bit, as in bf16_bits_to_float.
+// bf16 -> f32 is a 16-bit shift; a NaN gets its quiet bit, as in bf16_bits_to_float. The
+// NaN test is an unordered compare of the value with itself: one instruction, and no FPU
+// mode (DAZ) changes which lanes are NaN.
 HG_X86_V3 __m256 load_bf16x8(const bfloat16* p) {
-  const __m256i x = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
-  const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-  const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
-  return _mm256_castsi256_ps(_mm256_or_si256(x, _mm256_and_si256(nan, _mm256_set1_epi32(0x400000))));
+  const __m256 x = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  return _mm256_or_ps(x, _mm256_and_ps(nan, _mm256_castsi256_ps(_mm256_set1_epi32(0x400000))));
 }
 
 // Round to nearest even in integer arithmetic (x + 0x7fff + lsb) >> 16, exactly as
@@ -35,13 +36,12 @@ HG_X86_V3 __m256 load_bf16x8(const bfloat16* p) {
 // its bits could carry into inf or the sign.
 HG_X86_V3 __m128i f32_to_bf16_bits8(__m256 v) {
   const __m256i x = _mm256_castps_si256(v);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
-  const __m256i mag = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-  const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
-  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
-  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-  return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  const __m256i top = _mm256_srli_epi32(x, 16);
+  const __m256i bias = _mm256_add_epi32(_mm256_and_si256(top, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
+  const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  const __m256i q = _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(0x40)), _mm256_castps_si256(nan));
+  return _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
 }
 
 HG_X86_V3 void store_bf16x8(bfloat16* p, __m256 v) {

@@ -66,20 +66,27 @@ HG_UPDATE_RULE AdamScalars<C> adam_scalars(const AdamHyper& h, double t) {
           h.amsgrad};
 }
 
-template <class C>
-HG_UPDATE_RULE C adam_element(C p, C g, C& m, C& v, C& v_max, const AdamScalars<C>& s) {
-  if (s.l2 != C(0)) g = g + s.l2 * p;
-  p = p * s.decay;
+// The larger of a and b (b when either is NaN); a vector type V brings its own overload.
+template <class V>
+HG_UPDATE_RULE V rule_max(V a, V b) {
+  return a > b ? a : b;
+}
+
+// V is C, or (the CPU's vector loop) eight C lanes doing the same IEEE operations.
+template <class C, class V = C>
+HG_UPDATE_RULE V adam_element(V p, V g, V& m, V& v, V& v_max, const AdamScalars<C>& s) {
+  if (s.l2 != C(0)) g = g + V(s.l2) * p;
+  p = p * V(s.decay);
   // PyTorch's lerp: the form that stays exact at its end for large weights.
-  m = s.one_minus_beta1 < C(0.5) ? m + s.one_minus_beta1 * (g - m) : g - (g - m) * (C(1) - s.one_minus_beta1);
-  v = v * s.beta2 + s.one_minus_beta2 * g * g;
-  C second = v;
+  m = s.one_minus_beta1 < C(0.5) ? m + V(s.one_minus_beta1) * (g - m) : g - (g - m) * V(C(1) - s.one_minus_beta1);
+  v = v * V(s.beta2) + V(s.one_minus_beta2) * g * g;
+  V second = v;
   if (s.amsgrad) {
-    v_max = v_max > v ? v_max : v;
+    v_max = rule_max(v_max, v);
     second = v_max;
   }
-  const C denom = rule_sqrt(second) / s.bias_correction2_sqrt + s.eps;
-  return p + (-s.step_size) * m / denom;
+  const V denom = rule_sqrt(second) / V(s.bias_correction2_sqrt) + V(s.eps);
+  return p + V(-s.step_size) * m / denom;
 }
 
 template <class C>

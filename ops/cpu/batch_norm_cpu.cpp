@@ -1,12 +1,13 @@
 // CPU kernels of batch normalisation on contiguous [M, C] data. Rows are cut into a
 // number of chunks fixed by the shape (so sums do not depend on the thread count), and
-// each chunk is read in L1-sized row blocks, widened to f32 by F16C for f16 data.
+// each chunk is read in L1-sized row blocks by the row kernels of batch_norm_rows.h.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "framework/half_convert.h"
 #include "ops/batch_norm_kernels.h"
+#include "ops/cpu/batch_norm_rows.h"
 #include "ops/cpu/loops.h"
 
 namespace hg::cpu {
@@ -87,15 +88,6 @@ void chunked_sum(int64_t M, int64_t C, int64_t width, S* out, Body&& body) {
   }
 }
 
-// Sums a row block into a fresh per-block accumulator before adding it to the chunk's
-// partial: f32 error then grows with block + rows/block, not with the row count.
-template <class S, class RowFn>
-void add_block(int64_t n, int64_t width, S* __restrict acc, S* __restrict partial, RowFn&& row) {
-  std::fill(acc, acc + width, S(0));
-  for (int64_t i = 0; i < n; ++i) row(i, acc);
-  for (int64_t w = 0; w < width; ++w) partial[w] += acc[w];
-}
-
 // Two passes (mean, then deviations from it), with the deviations' own sum correcting
 // for the rounding of the mean (the corrected two-pass algorithm).
 template <class T>
@@ -106,30 +98,27 @@ void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
   S* mean = mean_t.data<S>();
   S* var = var_t.data<S>();
   chunked_sum<S>(M, C, C, mean, [&](int64_t r0, int64_t r1, S* part) {
+#ifdef HG_VEC8
+    if constexpr (vec::kVec8<T>)
+      if (bn::use_v8<T>(C)) return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::sums_v8(px + r * C, n, C, part); });
+#endif
     RowReader<T> rd(B * C);
     std::vector<S> acc(static_cast<size_t>(C));
-    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      const S* __restrict xs = rd.read(px + r * C, n * C);
-      add_block<S>(n, C, acc.data(), part, [&](int64_t i, S* __restrict a) {
-        for (int64_t c = 0; c < C; ++c) a[c] += xs[i * C + c];
-      });
-    });
+    for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::sums(rd.read(px + r * C, n * C), n, C, acc.data(), part); });
   });
   for (int64_t c = 0; c < C; ++c) mean[c] /= static_cast<S>(M);
 
   std::vector<S> dev(static_cast<size_t>(2 * C));
   chunked_sum<S>(M, C, 2 * C, dev.data(), [&](int64_t r0, int64_t r1, S* part) {
+#ifdef HG_VEC8
+    if constexpr (vec::kVec8<T>)
+      if (bn::use_v8<T>(C))
+        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::deviation_sums_v8(px + r * C, n, C, mean, part); });
+#endif
     RowReader<T> rd(B * C);
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      const S* __restrict xs = rd.read(px + r * C, n * C);
-      add_block<S>(n, 2 * C, acc.data(), part, [&](int64_t i, S* __restrict a) {
-        for (int64_t c = 0; c < C; ++c) {
-          const S d = xs[i * C + c] - mean[c];
-          a[c] += d;
-          a[C + c] += d * d;
-        }
-      });
+      bn::deviation_sums(rd.read(px + r * C, n * C), n, C, mean, acc.data(), part);
     });
   });
   for (int64_t c = 0; c < C; ++c) {
@@ -152,13 +141,15 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
   const T* px = x.data<T>();
   T* py = y.data<T>();
   parallel_for(M, C, [&](int64_t r0, int64_t r1) {
+#ifdef HG_VEC8
+    if constexpr (vec::kVec8<T>)
+      if (bn::use_v8<T>(C))
+        return bn::affine_v8(px + r0 * C, r1 - r0, C, mean, scale.data(), shift.data(), py + r0 * C);
+#endif
     RowReader<T> rd(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      const S* __restrict xs = rd.read(px + r * C, n * C);
-      S* __restrict ys = wr.target(py + r * C);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t c = 0; c < C; ++c) ys[i * C + c] = (xs[i * C + c] - mean[c]) * scale[c] + shift[c];
+      bn::affine(rd.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wr.target(py + r * C));
       wr.flush(py + r * C, n * C);
     });
   });
@@ -176,18 +167,17 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
   const S* invstd = invstd_t.data<S>();
   std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
   chunked_sum<S>(M, C, 2 * C, sums.data(), [&](int64_t r0, int64_t r1, S* part) {
+#ifdef HG_VEC8
+    if constexpr (vec::kVec8<T>)
+      if (bn::use_v8<T>(C))
+        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+          bn::grad_sums_v8(pg + r * C, px + r * C, n, C, mean, part);
+        });
+#endif
     RowReader<T> rx(B * C), rg(B * C);
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      const S* __restrict xs = rx.read(px + r * C, n * C);
-      const S* __restrict gs = rg.read(pg + r * C, n * C);
-      add_block<S>(n, 2 * C, acc.data(), part, [&](int64_t i, S* __restrict a) {
-        for (int64_t c = 0; c < C; ++c) {
-          const S g = gs[i * C + c];
-          a[c] += g;
-          a[C + c] += g * (xs[i * C + c] - mean[c]);
-        }
-      });
+      bn::grad_sums(rg.read(pg + r * C, n * C), rx.read(px + r * C, n * C), n, C, mean, acc.data(), part);
     });
   });
   S* sum_gy = sum_gy_t.data<S>();
@@ -210,20 +200,18 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
   }
   T* pgx = gx.data<T>();
   parallel_for(M, 2 * C, [&](int64_t r0, int64_t r1) {
+#ifdef HG_VEC8
+    if constexpr (vec::kVec8<T>)
+      if (bn::use_v8<T>(C))
+        return bn::input_grad_v8(pg + r0 * C, training ? px + r0 * C : nullptr, r1 - r0, C, mean, k1.data(),
+                                 k2.data(), k3.data(), pgx + r0 * C);
+#endif
     RowReader<T> rx(B * C), rg(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      const S* __restrict gs = rg.read(pg + r * C, n * C);
-      S* __restrict out = wr.target(pgx + r * C);
-      if (training) {
-        const S* __restrict xs = rx.read(px + r * C, n * C);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t c = 0; c < C; ++c)
-            out[i * C + c] = k1[c] * gs[i * C + c] + k2[c] * (xs[i * C + c] - mean[c]) + k3[c];
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t c = 0; c < C; ++c) out[i * C + c] = k1[c] * gs[i * C + c];
-      }
+      const S* xs = training ? rx.read(px + r * C, n * C) : nullptr;
+      bn::input_grad(rg.read(pg + r * C, n * C), xs, n, C, mean, k1.data(), k2.data(), k3.data(),
+                     wr.target(pgx + r * C));
       wr.flush(pgx + r * C, n * C);
     });
   });

@@ -2,6 +2,7 @@
 // trailing dimensions (rows, eight interleaved lanes) and leading dimensions (columns, e.g.
 // NHWC channel sums, eight columns per vector), and a general strided path. f32/f16/bf16
 // sums run on f32 vectors in the scalar loops' order: the same bits.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -32,20 +33,39 @@ struct Reducer {
   }
 };
 
-// acc[c - c0] += row[c] for c in [c0, c0 + 8k), eight columns per f32 vector: each column
-// still adds its rows in order, so the sums are bitwise the scalar loop's. Returns the
-// first column left for that loop.
-template <class T, class A>
-int64_t add_columns8(const T* row, int64_t c0, int64_t c1, A* acc) {
-  int64_t c = c0;
 #ifdef HG_VEC8
-  if constexpr (vec::kVec8<T>)
-    for (; c + 8 <= c1; c += 8) {
-      float* a = acc + (c - c0);
-      _mm256_storeu_ps(a, (vec::F8(_mm256_loadu_ps(a)) + vec::load8(row + c)).v);
-    }
+// acc[0, 8G) += the sums over rows [r0, r1) of columns [c, c + 8G), G independent vector
+// chains (one chain waits on its add's latency every row).
+template <int G, class T>
+void add_column_groups(const T* px, int64_t r0, int64_t r1, int64_t cols, int64_t c, float* acc) {
+  vec::F8 a[G];
+  for (int g = 0; g < G; ++g) a[g] = vec::load8(acc + 8 * g);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int g = 0; g < G; ++g) a[g] = a[g] + vec::load8(px + r * cols + c + 8 * g);
+  for (int g = 0; g < G; ++g) vec::store8(acc + 8 * g, a[g]);
+}
 #endif
-  return c;
+
+// acc[c - c0] += the column sums of rows [0, rows) for c in [c0, c0 + 8k), eight columns
+// per f32 vector held in a register over a block of rows (kept in memory, each row's add
+// would wait on the last one's store): each column still adds its rows in order, so the
+// sums are bitwise the scalar loop's. Returns the first column left for that loop.
+template <class T, class A>
+int64_t add_columns8(const T* px, int64_t rows, int64_t cols, int64_t c0, int64_t c1, A* acc) {
+#ifdef HG_VEC8
+  if constexpr (vec::kVec8<T>) {
+    const int64_t block = std::max<int64_t>(1, 4096 / cols);  // rows whose column groups re-read L1
+    const int64_t end = c0 + (c1 - c0) / 8 * 8;
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t r1 = std::min(rows, r0 + block);
+      int64_t c = c0;
+      for (; c + 32 <= end; c += 32) add_column_groups<4>(px, r0, r1, cols, c, acc + (c - c0));
+      for (; c < end; c += 8) add_column_groups<1>(px, r0, r1, cols, c, acc + (c - c0));
+    }
+    return end;
+  }
+#endif
+  return c0;
 }
 
 // lanes[k] += row[i + k] for i = 0, 8, ... while a whole vector fits, in one f32 vector:
@@ -118,11 +138,11 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
     const int64_t cols = n_out, rows = n_in / n_out;
     parallel_for(cols, rows, [&](int64_t c0, int64_t c1) {
       std::vector<A> acc(static_cast<size_t>(c1 - c0), red.init());
+      int64_t first = c0;
+      if (op == ReduceOp::sum || op == ReduceOp::mean) first = add_columns8(px, rows, cols, c0, c1, acc.data());
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = px + r * cols;
-        int64_t c = c0;
-        if (op == ReduceOp::sum || op == ReduceOp::mean) c = add_columns8(row, c0, c1, acc.data());
-        for (; c < c1; ++c) acc[c - c0] = red.combine(acc[c - c0], load(row[c]));
+        for (int64_t c = first; c < c1; ++c) acc[c - c0] = red.combine(acc[c - c0], load(row[c]));
       }
       for (int64_t c = c0; c < c1; ++c) o[c] = finish(acc[c - c0]);
     });

@@ -233,3 +233,24 @@ TEST_CASE("bulk bf16 <-> f32 gives the scalar bits", "[bfloat16][bulk]") {
   }
   REQUIRE(t.bad == 0);
 }
+
+TEST_CASE("bulk f32 -> bf16 keeps NaN lanes quiet and rounds the others, for every NaN lane mask", "[bfloat16][bulk]") {
+  // The vector store blends truncated NaN lanes into rounded ones; each of the 256 masks
+  // puts signaling and quiet NaNs (payloads that would carry if rounded) among ties,
+  // carries into the exponent, overflow and subnormals.
+  const uint32_t nans[4] = {0x7f80ffffu, 0xffffffffu, 0x7fc08000u, 0x7f807fffu};
+  const uint32_t others[8] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x00008000u,
+                              0x80018000u, 0x3f7fffffu, 0xff7f8000u, 0x00000000u};
+  std::vector<float> floats;
+  for (uint32_t mask = 0; mask < 256; ++mask)
+    for (uint32_t lane = 0; lane < 8; ++lane)
+      floats.push_back(float_of(mask >> lane & 1 ? nans[(mask + lane) % 4] : others[(mask + lane) % 8]));
+  std::vector<bfloat16> narrowed(floats.size());
+  hg::convert_f32_to_bf16(floats.data(), narrowed.data(), floats.size());
+  Tally t;
+  for (size_t i = 0; i < floats.size(); ++i) {
+    const uint16_t want = hg::float_to_bf16_bits(floats[i]);
+    t.check(narrowed[i].bits == want, [&] { return "float " + hex(bits_of(floats[i])) + " -> " + hex(narrowed[i].bits); });
+  }
+  REQUIRE(t.bad == 0);
+}

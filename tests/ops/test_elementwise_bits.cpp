@@ -314,3 +314,60 @@ TEST_CASE("sigmoid keeps its tiny results where exp(-x) overflows f32 (x in [-10
     }
   }
 }
+
+namespace {
+
+// Edge values then random ones, cycling, as n values of T.
+template <class T>
+std::vector<T> mixed_values(int64_t n, std::mt19937& rng) {
+  const std::vector<float> e = edges<T>();
+  std::vector<T> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i % 3 == 0 ? random_value<T>(rng) : round_to<T>(e[static_cast<size_t>(i) % e.size()]));
+  return v;
+}
+
+// a [3, n] contiguous; b a transposed [n, 3] (a strided operand: the scalar loop); c a [n]
+// row broadcast over a's rows (the vector loop's rows of n, with every tail length).
+template <class T>
+void check_shapes() {
+  std::mt19937 rng(7);
+  for (int64_t n = 0; n <= 17; ++n) {
+    INFO(dtype_name(dtype_v<T>) << ", n " << n);
+    const std::vector<T> av = mixed_values<T>(3 * n, rng), bv = mixed_values<T>(3 * n, rng), cv = mixed_values<T>(n, rng);
+    const Tensor a = from_data<T>(av, {3, n}, {dtype_v<T>});
+    const Tensor b = from_data<T>(bv, {n, 3}, {dtype_v<T>}).permute({1, 0});
+    const Tensor c = from_data<T>(cv, {n}, {dtype_v<T>});
+    Tally t;
+    for (const BinaryCase& k : binary_cases()) {
+      const float p0 = static_cast<float>(k.p0), p1 = static_cast<float>(k.p1);
+      const Tensor ys = run_binary(k.op, a, b, k.p0, k.p1).contiguous(), yc = run_binary(k.op, a, c, k.p0, k.p1).contiguous();
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const T x = av[i * n + j], s = bv[j * 3 + i], r = cv[j];
+          const uint32_t want_s = bits_of(round_to<T>(k.ref(widen(x), widen(s), p0, p1)));
+          const uint32_t want_c = bits_of(round_to<T>(k.ref(widen(x), widen(r), p0, p1)));
+          t.check(same_result(ys.data<T>()[i * n + j], want_s, x, s), std::string(k.name) + " strided, " + hex(bits_of(x)) + ", " + hex(bits_of(s)));
+          t.check(same_result(yc.data<T>()[i * n + j], want_c, x, r), std::string(k.name) + " broadcast row, " + hex(bits_of(x)) + ", " + hex(bits_of(r)));
+        }
+    }
+    for (const UnaryCase& k : unary_cases()) {
+      const Tensor y = run_unary(k.op, b, k.p0, k.p1).contiguous();
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const T s = bv[j * 3 + i];
+          const uint32_t want = bits_of(round_to<T>(k.ref(widen(s), static_cast<float>(k.p0), static_cast<float>(k.p1))));
+          t.check(bits_of(y.data<T>()[i * n + j]) == want, std::string(k.name) + " strided, " + hex(bits_of(s)));
+        }
+    }
+    CHECK(t.bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("elementwise ops give the reference's bits for rows of every length 0..17, strided and broadcast operands",
+          "[elementwise][bits]") {
+  check_shapes<half>();
+  check_shapes<bfloat16>();
+  check_shapes<float>();
+}

@@ -1,0 +1,174 @@
+// BatchNorm's F8 row kernels (ops/cpu/batch_norm_rows.h) against its scalar row kernels
+// fed the same rows widened one element at a time, bit for bit: f32/f16/bf16, channel
+// counts 8..64, row counts with and without a full block, inf/NaN/subnormal/tie inputs,
+// outputs rounded once into f16/bf16 (overflow to inf, subnormal results).
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "halfgrad.h"
+#include "ops/cpu/batch_norm_rows.h"
+
+using namespace hg;
+namespace bn = hg::cpu::bn;
+
+namespace {
+
+// Equal bits, or both NaN: where two NaNs meet in an add, which payload survives depends
+// on the operand order the compiler picked for the scalar loop.
+template <class T>
+bool same(T a, T b) {
+  const float fa = load(a), fb = load(b);
+  return (std::isnan(fa) && std::isnan(fb)) || std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Values of the storage type T: mostly normal around 1, with inf, NaN, f32 or T
+// subnormals, values just below T's overflow and rounding ties in f32 ([C] channels, so
+// every lane of every channel vector sees some).
+template <class T>
+std::vector<T> rows_of(int64_t n, int64_t C, uint32_t seed, bool specials) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.5f, 2.0f);
+  std::vector<T> v(static_cast<size_t>(n * C));
+  for (size_t i = 0; i < v.size(); ++i) {
+    float x = normal(rng);
+    if (specials) {
+      switch (rng() % 23) {
+        case 0: x = INFINITY; break;
+        case 1: x = -INFINITY; break;
+        case 2: x = NAN; break;
+        case 3: x = std::is_same_v<T, half> ? 3e-6f : std::bit_cast<float>(0x00012345u); break;  // subnormal in T
+        case 4: x = std::is_same_v<T, half> ? 65000.0f : 3e38f; break;
+        case 5: x = 1.0f + 0x1p-8f; break;  // a bf16 tie
+        case 6: x = 1.0f + 0x1p-11f; break;  // an f16 tie
+        default: break;
+      }
+    }
+    v[i] = store<T>(x);
+  }
+  return v;
+}
+
+template <class T>
+std::vector<float> widened(const std::vector<T>& v) {
+  std::vector<float> w(v.size());
+  for (size_t i = 0; i < v.size(); ++i) w[i] = load(v[i]);
+  return w;
+}
+
+template <class T>
+std::vector<T> rounded(const std::vector<float>& v) {
+  std::vector<T> r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = store<T>(v[i]);
+  return r;
+}
+
+// Per-channel f32 factors, some zero, negative or large so outputs overflow T.
+std::vector<float> factors(int64_t C, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<float> f(static_cast<size_t>(C));
+  for (auto& x : f) x = u(rng);
+  f[0] = 0.0f;
+  return f;
+}
+
+template <class T>
+size_t mismatches(const std::vector<T>& got, const std::vector<T>& want) {
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) bad += !same(got[i], want[i]);
+  return bad;
+}
+
+template <class T>
+void check_dtype(bool specials) {
+  for (int64_t C : {8, 16, 24, 64}) {
+    for (int64_t n : std::initializer_list<int64_t>{1, 5, 33, 4096 / C + 3}) {
+      INFO("C " << C << ", rows " << n << (specials ? ", with inf/NaN/subnormals" : ""));
+      REQUIRE(bn::use_v8<T>(C));
+      const auto x = rows_of<T>(n, C, static_cast<uint32_t>(C * 1000 + n), specials);
+      const auto g = rows_of<T>(n, C, static_cast<uint32_t>(C * 1000 + n + 1), specials);
+      const auto xw = widened(x), gw = widened(g);
+      const auto mean = factors(C, 3, 2.0f), scale = factors(C, 4, 300.0f), shift = factors(C, 5, 1.0f);
+      const auto k2 = factors(C, 6, 0.5f), k3 = factors(C, 7, 1e-3f);
+      const auto start = factors(2 * C, 8, 10.0f);  // partial sums from earlier blocks
+      std::vector<float> acc(static_cast<size_t>(2 * C));
+
+      auto part_s = start, part_v = start;
+      bn::sums(xw.data(), n, C, acc.data(), part_s.data());
+      bn::sums_v8(x.data(), n, C, part_v.data());
+      CHECK(mismatches(part_v, part_s) == 0);
+
+      part_s = start, part_v = start;
+      bn::deviation_sums(xw.data(), n, C, mean.data(), acc.data(), part_s.data());
+      bn::deviation_sums_v8(x.data(), n, C, mean.data(), part_v.data());
+      CHECK(mismatches(part_v, part_s) == 0);
+
+      part_s = start, part_v = start;
+      bn::grad_sums(gw.data(), xw.data(), n, C, mean.data(), acc.data(), part_s.data());
+      bn::grad_sums_v8(g.data(), x.data(), n, C, mean.data(), part_v.data());
+      CHECK(mismatches(part_v, part_s) == 0);
+
+      std::vector<float> ys(x.size());
+      std::vector<T> yv(x.size());
+      bn::affine(xw.data(), n, C, mean.data(), scale.data(), shift.data(), ys.data());
+      bn::affine_v8(x.data(), n, C, mean.data(), scale.data(), shift.data(), yv.data());
+      CHECK(mismatches(yv, rounded<T>(ys)) == 0);
+
+      for (bool training : {true, false}) {
+        INFO((training ? "training" : "evaluation") << " input gradient");
+        bn::input_grad(gw.data(), training ? xw.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
+                       k3.data(), ys.data());
+        bn::input_grad_v8(g.data(), training ? x.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
+                          k3.data(), yv.data());
+        CHECK(mismatches(yv, rounded<T>(ys)) == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("BatchNorm's F8 row kernels give the scalar row kernels' bits", "[batch_norm][bits]") {
+#ifdef HG_VEC8
+  for (bool specials : {false, true}) {
+    check_dtype<float>(specials);
+    check_dtype<half>(specials);
+    check_dtype<bfloat16>(specials);
+  }
+#else
+  WARN("SKIPPED: this build has no AVX2/F16C, so BatchNorm runs only its scalar row kernels");
+#endif
+}
+
+TEST_CASE("BatchNorm takes the F8 row kernels only for f32/f16/bf16 with C a multiple of 8", "[batch_norm][bits]") {
+#ifdef HG_VEC8
+  CHECK(bn::use_v8<bfloat16>(8));
+  CHECK(bn::use_v8<float>(128));
+  CHECK_FALSE(bn::use_v8<half>(12));
+  CHECK_FALSE(bn::use_v8<float>(3));
+#endif
+  CHECK_FALSE(bn::use_v8<double>(8));
+}
+
+TEST_CASE("BatchNorm over C = 8 and C = 12 agrees with f64 in f32, f16 and bf16", "[batch_norm][bits]") {
+  // The public op on both row forms: each output within its dtype's rounding of the f64 value.
+  for (DType dt : {f32, f16, bf16}) {
+    for (int64_t C : {8, 12}) {
+      INFO(dtype_name(dt) << ", C " << C);
+      Generator gen(9);
+      const Tensor x64 = randn({37, C}, {f64}, &gen);
+      const Tensor y = batch_norm(x64.to(dt), ones({C}), zeros({C}), Tensor(), Tensor(), true).to(f64);
+      const Tensor xr = x64.to(dt).to(f64);
+      const Tensor m = mean(xr, {0}, true), var = mean((xr - m) * (xr - m), {0}, true);
+      const Tensor want = (xr - m) / sqrt(var + 1e-5);
+      const double tol = dt == f32 ? 1e-5 : dt == f16 ? 4e-3 : 3e-2;
+      CHECK(max(abs(y - want)).item<double>() < tol);
+    }
+  }
+}
