@@ -97,10 +97,12 @@ struct MmaTile {
 // TwoBlocks (16-bit inputs from aligned sources): at most 128 registers, so two blocks (16
 // warps) share an SM; ptxas fits them without spills only for kAligned sources. f32 (tf32,
 // 3xTF32) and the other sources keep one block per SM and up to 255 registers.
+// FourBlocks: the small tile in at most 128 registers, four blocks (16 warps) per SM; every
+// source fits without spills except in 3xTF32 (twice the fragments), which passes false.
 template <class E, bool TwoBlocks = false>
 using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32, 3, TwoBlocks && sizeof(E) == 2 ? 2 : 1>;
-template <class E>
-using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32>;
+template <class E, bool FourBlocks = true>
+using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32, 3, FourBlocks ? 4 : 1>;
 
 template <class Src>
 constexpr bool source_aligned = requires { requires Src::kAligned; };

@@ -1,8 +1,9 @@
-# The canonical kernel bugs of issue 22, each a literal edit of one source file that the
-# mutation runner (.ci/mutations/run) applies to a copy. `missed`: the classes the
-# emulation could not see before its memory checks; `expect`: a regular expression the
-# failing run's output must contain (the check that must catch it); `equivalent`: a
-# rewrite that changes no behaviour, which must pass without any report.
+# The canonical kernel bugs of issue 22 (and one in the GEMM's staged epilogue of issue 19),
+# each a literal edit of one source file that the mutation runner (.ci/mutations/run)
+# applies to a copy. `missed`: the classes the emulation could not see before its memory
+# checks; `expect`: a regular expression the failing run's output must contain (the check
+# that must catch it); `equivalent`: a rewrite that changes no behaviour, which must pass
+# without any report.
 # Every mode (ldmatrix and plain fragment loads) and K up to 257, so the GEMM main loop
 # runs several k steps and loads the next stage in it (the test program's own GEMM kernels).
 BMM = "mma_gemm matches the f64 product on odd shapes with both tile configs"

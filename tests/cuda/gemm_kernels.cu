@@ -13,7 +13,7 @@ namespace {
 
 using cuda::MmaMode;
 
-// The large tile as mma_gemm_auto picks it: two blocks per SM when both sources are aligned.
+// The tiles as mma_gemm_auto picks them: blocks per SM by source alignment and mode.
 template <bool Large, MmaMode Mode, class T, class Out>
 void run(const Tensor& a, const Tensor& b, const Out& out) {
   const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
@@ -23,7 +23,7 @@ void run(const Tensor& a, const Tensor& b, const Out& out) {
   const cuda::StridedOperand<T> ob{b.data<T>(), B == 1 ? 0 : sb[0], sb[2], N, sb[1]};
   cuda::with_sources<T>(oa, ob, K, [&]<class SrcA, class SrcB>(const SrcA& src_a, const SrcB& src_b) {
     using Tile = std::conditional_t<Large, cuda::MmaTileLarge<T, cuda::source_aligned<SrcA> && cuda::source_aligned<SrcB>>,
-                                    cuda::MmaTileSmall<T>>;
+                                    cuda::MmaTileSmall<T, Mode != MmaMode::tf32x3>>;
     cuda::mma_gemm<Tile, Mode>(0, "test_mma_gemm", B, M, N, K, src_a, src_b, out);
   });
 }
