@@ -44,8 +44,9 @@ bool with_mma_mode(F&& f) {
 template <class T, MmaMode Mode, class SrcA, class SrcB, class Out>
 void mma_gemm_auto(int device, const char* name, int64_t B, int64_t M, int64_t N, int64_t K, const SrcA& a,
                    const SrcB& b, const Out& out) {
-  using Large = MmaTileLarge<T, source_aligned<SrcA> && source_aligned<SrcB>>;
-  using Small = MmaTileSmall<T, Mode != MmaMode::tf32x3>;
+  constexpr bool kAligned = source_aligned<SrcA> && source_aligned<SrcB>;
+  using Large = MmaTileLarge<T, kAligned>;
+  using Small = MmaTileSmall<T, kAligned || Mode != MmaMode::tf32x3>;
   if (use_large_tiles(B, M, N)) mma_gemm<Large, Mode>(device, name, B, M, N, K, a, b, out);
   else mma_gemm<Small, Mode>(device, name, B, M, N, K, a, b, out);
 }

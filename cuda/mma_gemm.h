@@ -94,13 +94,13 @@ struct MmaTile {
                 "tile shapes must be multiples of the mma shapes");
 };
 // 8 warps of 64 x 32 for problems that fill the GPU; 4 warps of 32 x 32 for small M or N.
-// TwoBlocks (16-bit inputs from aligned sources): at most 128 registers, so two blocks (16
-// warps) share an SM; ptxas fits them without spills only for kAligned sources. f32 (tf32,
-// 3xTF32) and the other sources keep one block per SM and up to 255 registers.
+// TwoBlocks: the large tile in at most 128 registers, so two blocks (16 warps) share an SM;
+// ptxas fits it without spills only for kAligned sources (every mode). The other sources
+// (convolution's, unaligned matrices) keep one block per SM and up to 255 registers.
 // FourBlocks: the small tile in at most 128 registers, four blocks (16 warps) per SM; every
-// source fits without spills except in 3xTF32 (twice the fragments), which passes false.
+// source fits without spills except convolution's in 3xTF32 (twice the fragments).
 template <class E, bool TwoBlocks = false>
-using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32, 3, TwoBlocks && sizeof(E) == 2 ? 2 : 1>;
+using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32, 3, TwoBlocks ? 2 : 1>;
 template <class E, bool FourBlocks = true>
 using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32, 3, FourBlocks ? 4 : 1>;
 
@@ -367,6 +367,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
           }
       sync_threads();  // the whole tile is staged
       const int64_t rows = std::min<int64_t>(Tile::BM, M - m0), cols = std::min<int64_t>(Tile::BN, N - n0);
+      HG_MMA_NO_UNROLL  // unrolled, ptxas spills the two-block kernels for some outputs (f16 in, f32 out)
       for (int e = t; e < Tile::BM * Tile::BN; e += Tile::kThreads) {  // along rows: coalesced
         const int r = e / Tile::BN, c = e % Tile::BN;
         if (r < rows && c < cols) out(z, m0 + r, n0 + c, cs[r * kOutPitch + c]);

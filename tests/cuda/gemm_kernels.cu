@@ -22,8 +22,9 @@ void run(const Tensor& a, const Tensor& b, const Out& out) {
   const cuda::StridedOperand<T> oa{a.data<T>(), B == 1 ? 0 : sa[0], sa[1], M, sa[2]};
   const cuda::StridedOperand<T> ob{b.data<T>(), B == 1 ? 0 : sb[0], sb[2], N, sb[1]};
   cuda::with_sources<T>(oa, ob, K, [&]<class SrcA, class SrcB>(const SrcA& src_a, const SrcB& src_b) {
-    using Tile = std::conditional_t<Large, cuda::MmaTileLarge<T, cuda::source_aligned<SrcA> && cuda::source_aligned<SrcB>>,
-                                    cuda::MmaTileSmall<T, Mode != MmaMode::tf32x3>>;
+    constexpr bool kAligned = cuda::source_aligned<SrcA> && cuda::source_aligned<SrcB>;
+    using Tile = std::conditional_t<Large, cuda::MmaTileLarge<T, kAligned>,
+                                    cuda::MmaTileSmall<T, kAligned || Mode != MmaMode::tf32x3>>;
     cuda::mma_gemm<Tile, Mode>(0, "test_mma_gemm", B, M, N, K, src_a, src_b, out);
   });
 }
