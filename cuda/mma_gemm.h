@@ -95,7 +95,8 @@ struct MmaTile {
 };
 // 8 warps of 64 x 32 for problems that fill the GPU; 4 warps of 32 x 32 for small M or N.
 // TwoBlocks: the large tile in at most 128 registers, so two blocks (16 warps) share an SM;
-// ptxas fits it without spills only for kAligned sources (every mode). The other sources
+// ptxas fits it without spills only for kAligned sources (every mode at sm_80; at sm_90a
+// one 3xTF32 layout spills 4 bytes, see docs/cuda-kernels.md). The other sources
 // (convolution's, unaligned matrices) keep one block per SM and up to 255 registers.
 // FourBlocks: the small tile in at most 128 registers, four blocks (16 warps) per SM; every
 // source fits without spills except convolution's in 3xTF32 (twice the fragments).
@@ -218,6 +219,7 @@ struct OperandLoader {
   }
 };
 
+// Two adjacent f32 accumulators, stored to the staged output tile in one 8-byte access.
 struct alignas(8) F32Pair {
   float lo, hi;
 };
