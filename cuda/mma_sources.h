@@ -1,4 +1,4 @@
-// Strided matrices as operand sources of the tensor-core GEMM engine (cuda/mma_gemm.h states
+// Strided matrices as operand sources of the tensor-core GEMM engine (cuda/mma_operands.h states
 // the contract): the operands of bmm and linear, any strides. Include from .cu only.
 #pragma once
 #include <cstdint>
