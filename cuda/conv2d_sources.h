@@ -1,5 +1,5 @@
 // The operands of implicit-GEMM convolution as sources of the tensor-core GEMM engine
-// (cuda/mma_gemm.h states the contract). NHWC activations, [K, R, S, Cg] weights, one
+// (cuda/mma_operands.h states the contract). NHWC activations, [K, R, S, Cg] weights, one
 // GEMM batch entry per group g (ConvShape in cuda/conv2d_indexing.h):
 //   forward  y  [N*P*Q, Kg]      = im2col(x) [N*P*Q, R*S*Cg]  · w^T  [R*S*Cg, Kg]
 //   dgrad    gx [N*H*W, Cg]      = gather(gy) [N*H*W, R*S*Kg] · w    [R*S*Kg, Cg]

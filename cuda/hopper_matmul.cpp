@@ -8,6 +8,7 @@
 #include "cuda/hopper_gemm.h"
 #include "cuda/hopper_plan.h"
 #include "cuda/hopper_self_check.h"
+#include "cuda/hopper_transpose.h"
 #include "cuda/kernel_log.h"
 #include "cuda/kernel_settings.h"
 
@@ -67,7 +68,7 @@ bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
   if (!trusted(a.device(), a.dtype())) return false;
   const Tensor a_k = plan.copy_a ? a.contiguous() : a;
-  const Tensor bt = plan.copy_b ? b.transpose(1, 2).contiguous() : b.transpose(1, 2);
+  const Tensor bt = plan.copy_b ? transpose_k_major(b) : b.transpose(1, 2);
   if (plan.copy_b) note_slow_path("bmm (Hopper kernel)", "B is not K-contiguous: transposed into a temporary first");
   return run(a_k, bt, Tensor(), out);
 }

@@ -31,10 +31,9 @@ void tc_gemm(int device, const char* name, int64_t B, int64_t M, int64_t N, int6
   };
   slow(a, sa[0], sa[1], M, sa[2]);
   slow(b, sb[0], sb[2], N, sb[1]);
-  with_source<T>(a, sa[0], sa[1], M, sa[2], K, [&](const auto& src_a) {
-    with_source<T>(b, sb[0], sb[2], N, sb[1], K, [&](const auto& src_b) {
-      mma_gemm_auto<T, Mode>(device, name, B, M, N, K, src_a, src_b, out);
-    });
+  const StridedOperand<T> oa{a, B == 1 ? 0 : sa[0], sa[1], M, sa[2]}, ob{b, B == 1 ? 0 : sb[0], sb[2], N, sb[1]};
+  with_sources<T>(oa, ob, K, [&](const auto& src_a, const auto& src_b) {
+    mma_gemm_auto<T, Mode>(device, name, B, M, N, K, src_a, src_b, out);
   });
 }
 

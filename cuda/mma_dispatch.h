@@ -39,12 +39,16 @@ bool with_mma_mode(F&& f) {
   }
 }
 
-// mma_gemm with the tile config use_large_tiles picks.
+// mma_gemm with the tile config use_large_tiles picks, with the blocks per SM that its
+// sources and mode allow (MmaTileLarge, MmaTileSmall).
 template <class T, MmaMode Mode, class SrcA, class SrcB, class Out>
 void mma_gemm_auto(int device, const char* name, int64_t B, int64_t M, int64_t N, int64_t K, const SrcA& a,
                    const SrcB& b, const Out& out) {
-  if (use_large_tiles(B, M, N)) mma_gemm<MmaTileLarge<T>, Mode>(device, name, B, M, N, K, a, b, out);
-  else mma_gemm<MmaTileSmall<T>, Mode>(device, name, B, M, N, K, a, b, out);
+  constexpr bool kAligned = source_aligned<SrcA> && source_aligned<SrcB>;
+  using Large = MmaTileLarge<T, kAligned>;
+  using Small = MmaTileSmall<T, kAligned || Mode != MmaMode::tf32x3>;
+  if (use_large_tiles(B, M, N)) mma_gemm<Large, Mode>(device, name, B, M, N, K, a, b, out);
+  else mma_gemm<Small, Mode>(device, name, B, M, N, K, a, b, out);
 }
 
 }  // namespace hg::cuda

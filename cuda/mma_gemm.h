@@ -3,37 +3,17 @@
 // memory by a multi-stage cp.async pipeline. Matmul and implicit-GEMM convolution both run
 // on it; they differ only in their operand sources. Include from .cu files only.
 //
-// An operand source (A is M x K, B is K x N, per batch entry z) is a small struct:
-//   using Element = half | bfloat16 | float;   what is staged (f32 for the tf32 modes)
-//   static constexpr bool kContiguousK;        true: a *line* is a row m of A / a column n
-//       of B and runs along k; false: a line is one k and runs along m (A) or n (B).
-//       Shared memory keeps each line's elements contiguous, so global loads are 16-byte
-//       chunks along a line and ldmatrix reads them plain (K) or with .trans (M/N).
-//   Line line(int64_t z, int64_t index) const;  what the source precomputes for one line:
-//       a pointer for a strided matrix; for a convolution the decoded pixel (n, p, q) of an
-//       im2col row. Called only for lines inside the matrix. For K-contiguous sources each
-//       thread calls it once per output tile and keeps its lines for the whole K loop (the
-//       expensive row decode is not repeated per k step); for M/N-contiguous sources, once
-//       per chunk per k step.
-//   Chunk<Element> chunk(const Line&, int64_t e, int n) const;  about elements e .. e+n-1
-//       of the line (1 <= n <= V = 16 / sizeof(Element), all inside the matrix):
-//       {p, copy}: they are stored contiguously at p (one cp.async when p is 16-byte aligned,
-//       the rest of the chunk zero-filled; element by element otherwise); {_, zero}: all are
-//       zero (a convolution's padding); {_, elements}: ask element() for each (a strided
-//       view, or a chunk that straddles two conv taps).
-//   const Element* element(const Line&, int64_t e) const;  element e's address, or nullptr
-//       where the element is zero.
-// Elements outside the matrix (tile borders, K tails) are never asked for: zeros are
-// staged there, so any M, N, K and any alignment give the right answer without reading
-// out of bounds.
+// Operand sources (their contract) and how they are staged: cuda/mma_operands.h.
 //
 // The output functor is called once per element inside the matrix as out(z, i, j, acc)
-// with the f32 sum; Epilogue below is the usual one (alpha, bias, ReLU, one rounding).
+// with the f32 sum; Epilogue below is the usual one (alpha, bias, ReLU, one rounding). The
+// accumulators reach it through shared memory, row by row, so consecutive threads write
+// consecutive columns (coalesced) and no per-element output address lives in a register
+// across the K loop (ptxas kept them there: that, not the mma fragments, cost the registers).
 //
-// Shared memory: per stage, A then B, each as lines of `pitch` elements, pitch = line
-// length + padding (16 bytes; 32 bytes for f32 lines along M/N), cuda/mma_smem_layout.h.
-// Padding, not a swizzle: with it the 8 row addresses of every ldmatrix phase, and the 32
-// lanes' f32 fragment reads, fall in distinct banks (pitch = 4 or 8 words mod 32).
+// Shared memory: per stage, A then B, as cuda/mma_smem_layout.h lays them out (ldmatrix and
+// the f32 fragment reads conflict-free); after the K loop the same memory holds the tile's
+// f32 accumulators. Blocks take tiles in cuda/mma_tile_order.h's grouped order.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -43,7 +23,9 @@
 #include "cuda/device_types.h"
 #include "cuda/kernel_log.h"
 #include "cuda/launch.h"
+#include "cuda/mma_operands.h"
 #include "cuda/mma_smem_layout.h"
+#include "cuda/mma_tile_order.h"
 #include "cuda/primitives/barrier.h"
 #include "cuda/primitives/cp_async.h"
 #include "cuda/primitives/ldmatrix.h"
@@ -51,22 +33,7 @@
 #include "cuda/primitives/mma_layout.h"
 #include "cuda/primitives/shared_memory.h"
 
-// Fragment and accumulator arrays stay in registers only if every loop indexing them is
-// unrolled; nvcc does not always do it unasked. (The host compiler needs no hint.)
-#if defined(__CUDA_ARCH__)
-#define HG_MMA_UNROLL _Pragma("unroll")
-#else
-#define HG_MMA_UNROLL
-#endif
-
 namespace hg::cuda {
-
-enum class ChunkKind : uint8_t { copy, zero, elements };
-template <class E>
-struct Chunk {
-  const E* p;
-  ChunkKind kind;
-};
 
 // f16 / bf16: m16n8k16 on the stored values. tf32: one m16n8k8 on tf32-rounded f32.
 // tf32x3: x = big + small with big = tf32(x), small = tf32(x - big); the sum of
@@ -75,30 +42,38 @@ enum class MmaMode : uint8_t { f16, bf16, tf32, tf32x3 };
 
 // A block tile BM x BN stepping BK along k, split into warp tiles WM x WN; Stages tiles of
 // A and B in flight. BK is in elements: 32 for 16-bit inputs, 16 for f32 (64 bytes a line).
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_ = 3>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_ = 3, int MinBlocks_ = 1>
 struct MmaTile {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, Stages = Stages_;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, Stages = Stages_, kMinBlocks = MinBlocks_;
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN, kThreads = 32 * kWarpsM * kWarpsN;
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0 && Stages >= 2,
                 "tile shapes must be multiples of the mma shapes");
 };
 // 8 warps of 64 x 32 for problems that fill the GPU; 4 warps of 32 x 32 for small M or N.
-template <class E>
-using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32>;
-template <class E>
-using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32>;
+// TwoBlocks: the large tile in at most 128 registers, so two blocks (16 warps) share an SM;
+// ptxas fits it without spills only for kAligned sources (every mode at sm_80; at sm_90a
+// one 3xTF32 layout spills 4 bytes, see docs/cuda-kernels.md). The other sources
+// (convolution's, unaligned matrices) keep one block per SM and up to 255 registers.
+// FourBlocks: the small tile in at most 128 registers, four blocks (16 warps) per SM; every
+// source fits without spills except convolution's in 3xTF32 (twice the fragments).
+template <class E, bool TwoBlocks = false>
+using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32, 3, TwoBlocks ? 2 : 1>;
+template <class E, bool FourBlocks = true>
+using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32, 3, FourBlocks ? 4 : 1>;
 
-// How one operand is staged: Rows is the tile's extent along M (A) or N (B).
-template <class Src, int Rows, int BK>
-struct StagedOperand : MmaSmemOperand<sizeof(typename Src::Element), Src::kContiguousK, Rows, BK> {
-  using E = typename Src::Element;
-};
+// The f32 output tile's row pitch while it is staged: with 8 words of padding the 8-byte
+// accumulator stores of each half warp (4 rows by 4 column pairs) hit 32 distinct banks.
+template <class Tile>
+constexpr int kMmaOutPitch = Tile::BN + 8;
 
+// The operand stages, or the staged output tile where that is larger.
 template <class Tile, class SrcA, class SrcB>
 constexpr size_t mma_gemm_shared_bytes() {
   using OpA = StagedOperand<SrcA, Tile::BM, Tile::BK>;
   using OpB = StagedOperand<SrcB, Tile::BN, Tile::BK>;
-  return size_t{Tile::Stages} * (OpA::kElems * sizeof(typename OpA::E) + OpB::kElems * sizeof(typename OpB::E));
+  const size_t stages =
+      size_t{Tile::Stages} * (OpA::kElems * sizeof(typename OpA::E) + OpB::kElems * sizeof(typename OpB::E));
+  return std::max(stages, size_t{Tile::BM} * kMmaOutPitch<Tile> * sizeof(float));
 }
 
 namespace mma_detail {
@@ -109,74 +84,9 @@ HG_DEVICE float f32_from_bits(uint32_t u) {
   return f;
 }
 
-// One 16-byte chunk of a line into shared memory at dst: elements e .. e+V-1 of `line`,
-// of which those at or past `extent` (and all, when !live) are zeros.
-template <class Op, class Src>
-HG_DEVICE void stage_chunk(const Src& src, bool live, const typename Src::Line& line, int64_t e, int64_t extent,
-                           typename Op::E* dst) {
-  using E = typename Op::E;
-  const E zero{};
-  if (!live || e >= extent) {
-    HG_MMA_UNROLL
-    for (int j = 0; j < Op::V; ++j) dst[j] = zero;
-    return;
-  }
-  const int n = static_cast<int>(std::min<int64_t>(Op::V, extent - e));
-  const Chunk<E> c = src.chunk(line, e, n);
-  if (c.kind == ChunkKind::zero) {
-    HG_MMA_UNROLL
-    for (int j = 0; j < Op::V; ++j) dst[j] = zero;
-  } else if (c.kind == ChunkKind::copy && reinterpret_cast<uintptr_t>(c.p) % 16 == 0) {
-    cp_async<16>(dst, c.p, static_cast<uint32_t>(n * sizeof(E)));
-  } else {
-    HG_MMA_UNROLL
-    for (int j = 0; j < Op::V; ++j) {
-      const E* p = j < n ? src.element(line, e + j) : nullptr;
-      dst[j] = p ? *p : zero;
-    }
-  }
-}
-
-// The lines a thread stages for one operand; K-contiguous sources keep them for a tile.
-template <class Op, class Src, int Threads>
-struct OperandLoader {
-  static constexpr int kIters = (Op::kChunks + Threads - 1) / Threads;
-  static constexpr int kChunksPerLine = Op::kLineLen / Op::V;
-  typename Src::Line lines[Op::kK ? kIters : 1];
-  bool live[Op::kK ? kIters : 1];
-
-  // Tile origin r0 along M / N, `rows` the matrix's extent there.
-  HG_DEVICE void start_tile(const Src& src, int t, int64_t z, int64_t r0, int64_t rows) {
-    if constexpr (Op::kK) {
-      HG_MMA_UNROLL
-      for (int i = 0; i < kIters; ++i) {
-        const int c = t + i * Threads;
-        const int64_t r = r0 + c / kChunksPerLine;
-        live[i] = c < Op::kChunks && r < rows;
-        lines[i] = live[i] ? src.line(z, r) : typename Src::Line{};
-      }
-    }
-  }
-
-  // Stages the k step starting at k0 into `tile`; `rows` and K bound the matrix.
-  HG_DEVICE void load(const Src& src, int t, int64_t z, int64_t r0, int64_t rows, int64_t k0, int64_t K,
-                      typename Op::E* tile) const {
-    HG_MMA_UNROLL
-    for (int i = 0; i < kIters; ++i) {
-      const int c = t + i * Threads;
-      if (Op::kChunks % Threads != 0 && c >= Op::kChunks) break;
-      const int li = c / kChunksPerLine, off = c % kChunksPerLine * Op::V;
-      typename Op::E* dst = tile + li * Op::kPitch + off;
-      if constexpr (Op::kK) {
-        stage_chunk<Op>(src, live[i], lines[i], k0 + off, K, dst);
-      } else {
-        const int64_t k = k0 + li;
-        typename Src::Line line{};
-        if (k < K) line = src.line(z, k);
-        stage_chunk<Op>(src, k < K, line, r0 + off, rows, dst);
-      }
-    }
-  }
+// Two adjacent f32 accumulators, stored to the staged output tile in one 8-byte access.
+struct alignas(8) F32Pair {
+  float lo, hi;
 };
 
 // The f32 fragments of a tf32 mma: x rounded to tf32 (`small` = false) or the tf32 of
@@ -192,9 +102,10 @@ HG_DEVICE uint32_t tf32_part(float x, bool small) {
 }  // namespace mma_detail
 
 // Natively one block per tile; tile counts above the grid limits loop (every bound tested is
-// the block's, so all its threads reach the same barriers).
+// the block's, so all its threads reach the same barriers). Tiles are numbered in
+// grouped_tile's order along gridDim.x, batch entries along gridDim.z.
 template <class Tile, MmaMode Mode, class SrcA, class SrcB, class Out>
-__global__ void __launch_bounds__(Tile::kThreads)
+__global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
     mma_gemm_kernel(int64_t batches, int64_t M, int64_t N, int64_t K, SrcA a, SrcB b, Out out) {
   using OpA = StagedOperand<SrcA, Tile::BM, Tile::BK>;
   using OpB = StagedOperand<SrcB, Tile::BN, Tile::BK>;
@@ -202,6 +113,8 @@ __global__ void __launch_bounds__(Tile::kThreads)
   using EB = typename OpB::E;
   constexpr int MI = Tile::WM / 16, NI = Tile::WN / 8, S = Tile::Stages, BK = Tile::BK;
   constexpr bool kTf32 = Mode == MmaMode::tf32 || Mode == MmaMode::tf32x3;
+  constexpr int kOutPitch = kMmaOutPitch<Tile>;
+  constexpr int64_t kTileGroup = 8;  // M tiles per band of the block order
   using Input = std::conditional_t<kTf32, float, std::conditional_t<Mode == MmaMode::f16, half, bfloat16>>;
   static_assert(std::is_same_v<EA, Input> && std::is_same_v<EB, Input>,
                 "the sources' element type must be the mma mode's input type");
@@ -216,109 +129,118 @@ __global__ void __launch_bounds__(Tile::kThreads)
   mma_detail::OperandLoader<OpB, SrcB, Tile::kThreads> load_b;
 
   for (int64_t z = blockIdx.z; z < batches; z += gridDim.z)
-    for (int64_t tn = blockIdx.y; tn < n_tiles; tn += gridDim.y)
-      for (int64_t tm = blockIdx.x; tm < m_tiles; tm += gridDim.x) {
-        const int64_t m0 = tm * Tile::BM, n0 = tn * Tile::BN;
-        load_a.start_tile(a, t, z, m0, M);
-        load_b.start_tile(b, t, z, n0, N);
-        const auto stage = [&](int64_t kt) {
-          const int s = static_cast<int>(kt % S);
-          load_a.load(a, t, z, m0, M, kt * BK, K, smem_a + s * OpA::kElems);
-          load_b.load(b, t, z, n0, N, kt * BK, K, smem_b + s * OpB::kElems);
-        };
-        float acc[MI][NI][4] = {};
-        // One commit group per k step (empty past the end), so wait<S-2> always means
-        // "step kt has landed".
-        HG_MMA_UNROLL
-        for (int s = 0; s < S - 1; ++s) {
-          if (s < k_tiles) stage(s);
-          cp_async_commit();
-        }
-        for (int64_t kt = 0; kt < k_tiles; ++kt) {
-          cp_async_wait<S - 2>();
-          sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
-          if (kt + S - 1 < k_tiles) stage(kt + S - 1);
-          cp_async_commit();
-          const EA* As = smem_a + kt % S * OpA::kElems;
-          const EB* Bs = smem_b + kt % S * OpB::kElems;
-          if constexpr (!kTf32) {
+    for (int64_t tile = blockIdx.x; tile < m_tiles * n_tiles; tile += gridDim.x) {
+      const TileCoord tc = grouped_tile(tile, m_tiles, n_tiles, kTileGroup);
+      const int64_t m0 = tc.m * Tile::BM, n0 = tc.n * Tile::BN;
+      load_a.start_tile(a, t, z, m0, M);
+      load_b.start_tile(b, t, z, n0, N);
+      const auto stage = [&](int64_t kt) {
+        const int s = static_cast<int>(kt % S);
+        load_a.load(a, t, z, m0, M, kt * BK, K, smem_a + s * OpA::kElems);
+        load_b.load(b, t, z, n0, N, kt * BK, K, smem_b + s * OpB::kElems);
+      };
+      float acc[MI][NI][4] = {};
+      // One commit group per k step (empty past the end), so wait<S-2> always means
+      // "step kt has landed".
+      HG_MMA_UNROLL
+      for (int s = 0; s < S - 1; ++s) {
+        if (s < k_tiles) stage(s);
+        cp_async_commit();
+      }
+      for (int64_t kt = 0; kt < k_tiles; ++kt) {
+        cp_async_wait<S - 2>();
+        sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
+        if (kt + S - 1 < k_tiles) stage(kt + S - 1);
+        cp_async_commit();
+        const EA* As = smem_a + kt % S * OpA::kElems;
+        const EB* Bs = smem_b + kt % S * OpB::kElems;
+        if constexpr (!kTf32) {
+          HG_MMA_UNROLL
+          for (int kk = 0; kk < BK; kk += 16) {
+            uint32_t af[MI][4], bf[NI][2];
             HG_MMA_UNROLL
-            for (int kk = 0; kk < BK; kk += 16) {
-              uint32_t af[MI][4], bf[NI][2];
-              HG_MMA_UNROLL
-              for (int mi = 0; mi < MI; ++mi) {
-                const RowCol o = ldmatrix_a_element(lane, OpA::kK);
-                const EA* row = As + OpA::at(wm0 + mi * 16 + o.row, kk + o.col);
-                if constexpr (OpA::kK) ldmatrix_x4(af[mi], row);
-                else ldmatrix_x4_trans(af[mi], row);
-              }
-              HG_MMA_UNROLL
-              for (int nj = 0; nj < NI; nj += 2) {
-                const RowCol o = ldmatrix_b_element(lane, OpB::kK);
-                const EB* row = Bs + OpB::at(wn0 + nj * 8 + o.row, kk + o.col);
-                uint32_t r[4];
-                if constexpr (OpB::kK) ldmatrix_x4(r, row);
-                else ldmatrix_x4_trans(r, row);
-                bf[nj][0] = r[0], bf[nj][1] = r[1], bf[nj + 1][0] = r[2], bf[nj + 1][1] = r[3];
-              }
-              HG_MMA_UNROLL
-              for (int mi = 0; mi < MI; ++mi)
-                HG_MMA_UNROLL
-                for (int nj = 0; nj < NI; ++nj) {
-                  if constexpr (Mode == MmaMode::f16) mma_m16n8k16_f16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
-                  else mma_m16n8k16_bf16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
-                }
+            for (int mi = 0; mi < MI; ++mi) {
+              const RowCol o = ldmatrix_a_element(lane, OpA::kK);
+              const EA* row = As + OpA::at(wm0 + mi * 16 + o.row, kk + o.col);
+              if constexpr (OpA::kK) ldmatrix_x4(af[mi], row);
+              else ldmatrix_x4_trans(af[mi], row);
             }
-          } else {
-            constexpr int kParts = Mode == MmaMode::tf32x3 ? 2 : 1;  // [0] big, [1] small
             HG_MMA_UNROLL
-            for (int kk = 0; kk < BK; kk += 8) {
-              uint32_t af[MI][kParts][4], bf[NI][kParts][2];
-              HG_MMA_UNROLL
-              for (int mi = 0; mi < MI; ++mi)
-                HG_MMA_UNROLL
-                for (int i = 0; i < 4; ++i) {
-                  const RowCol rc = mma_m16n8k8_tf32_a(lane, i);
-                  const float x = As[OpA::at(wm0 + mi * 16 + rc.row, kk + rc.col)];
-                  HG_MMA_UNROLL
-                  for (int p = 0; p < kParts; ++p) af[mi][p][i] = mma_detail::tf32_part(x, p == 1);
-                }
-              HG_MMA_UNROLL
-              for (int nj = 0; nj < NI; ++nj)
-                HG_MMA_UNROLL
-                for (int i = 0; i < 2; ++i) {
-                  const RowCol rc = mma_m16n8k8_tf32_b(lane, i);
-                  const float x = Bs[OpB::at(wn0 + nj * 8 + rc.col, kk + rc.row)];
-                  HG_MMA_UNROLL
-                  for (int p = 0; p < kParts; ++p) bf[nj][p][i] = mma_detail::tf32_part(x, p == 1);
-                }
-              HG_MMA_UNROLL
-              for (int mi = 0; mi < MI; ++mi)
-                HG_MMA_UNROLL
-                for (int nj = 0; nj < NI; ++nj) {
-                  // The small cross terms first, so they are not lost below big*big's ulp.
-                  if constexpr (kParts == 2) {
-                    mma_m16n8k8_tf32(acc[mi][nj], af[mi][1], bf[nj][0], acc[mi][nj]);
-                    mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][1], acc[mi][nj]);
-                  }
-                  mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][0], acc[mi][nj]);
-                }
+            for (int nj = 0; nj < NI; nj += 2) {
+              const RowCol o = ldmatrix_b_element(lane, OpB::kK);
+              const EB* row = Bs + OpB::at(wn0 + nj * 8 + o.row, kk + o.col);
+              uint32_t r[4];
+              if constexpr (OpB::kK) ldmatrix_x4(r, row);
+              else ldmatrix_x4_trans(r, row);
+              bf[nj][0] = r[0], bf[nj][1] = r[1], bf[nj + 1][0] = r[2], bf[nj + 1][1] = r[3];
             }
+            HG_MMA_UNROLL
+            for (int mi = 0; mi < MI; ++mi)
+              HG_MMA_UNROLL
+              for (int nj = 0; nj < NI; ++nj) {
+                if constexpr (Mode == MmaMode::f16) mma_m16n8k16_f16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
+                else mma_m16n8k16_bf16(acc[mi][nj], af[mi], bf[nj], acc[mi][nj]);
+              }
+          }
+        } else {
+          constexpr int kParts = Mode == MmaMode::tf32x3 ? 2 : 1;  // [0] big, [1] small
+          HG_MMA_UNROLL
+          for (int kk = 0; kk < BK; kk += 8) {
+            uint32_t af[MI][kParts][4], bf[NI][kParts][2];
+            HG_MMA_UNROLL
+            for (int mi = 0; mi < MI; ++mi)
+              HG_MMA_UNROLL
+              for (int i = 0; i < 4; ++i) {
+                const RowCol rc = mma_m16n8k8_tf32_a(lane, i);
+                const float x = As[OpA::at(wm0 + mi * 16 + rc.row, kk + rc.col)];
+                HG_MMA_UNROLL
+                for (int p = 0; p < kParts; ++p) af[mi][p][i] = mma_detail::tf32_part(x, p == 1);
+              }
+            HG_MMA_UNROLL
+            for (int nj = 0; nj < NI; ++nj)
+              HG_MMA_UNROLL
+              for (int i = 0; i < 2; ++i) {
+                const RowCol rc = mma_m16n8k8_tf32_b(lane, i);
+                const float x = Bs[OpB::at(wn0 + nj * 8 + rc.col, kk + rc.row)];
+                HG_MMA_UNROLL
+                for (int p = 0; p < kParts; ++p) bf[nj][p][i] = mma_detail::tf32_part(x, p == 1);
+              }
+            HG_MMA_UNROLL
+            for (int mi = 0; mi < MI; ++mi)
+              HG_MMA_UNROLL
+              for (int nj = 0; nj < NI; ++nj) {
+                // The small cross terms first, so they are not lost below big*big's ulp.
+                if constexpr (kParts == 2) {
+                  mma_m16n8k8_tf32(acc[mi][nj], af[mi][1], bf[nj][0], acc[mi][nj]);
+                  mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][1], acc[mi][nj]);
+                }
+                mma_m16n8k8_tf32(acc[mi][nj], af[mi][0], bf[nj][0], acc[mi][nj]);
+              }
           }
         }
-        cp_async_wait<0>();
-        sync_threads();  // every warp is done with shared memory before the next tile's loads
-        HG_MMA_UNROLL
-        for (int mi = 0; mi < MI; ++mi)
-          HG_MMA_UNROLL
-          for (int nj = 0; nj < NI; ++nj)
-            HG_MMA_UNROLL
-            for (int i = 0; i < 4; ++i) {
-              const RowCol rc = mma_m16n8_c(lane, i);
-              const int64_t row = m0 + wm0 + mi * 16 + rc.row, col = n0 + wn0 + nj * 8 + rc.col;
-              if (row < M && col < N) out(z, row, col, acc[mi][nj][i]);
-            }
       }
+      cp_async_wait<0>();
+      sync_threads();  // every warp is done with the operands: their memory now stages the output
+      float* const cs = reinterpret_cast<float*>(smem_a);
+      HG_MMA_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        HG_MMA_UNROLL
+        for (int nj = 0; nj < NI; ++nj)
+          HG_MMA_UNROLL
+          for (int i = 0; i < 4; i += 2) {  // {i, i + 1} are adjacent columns: one 8-byte store
+            const RowCol rc = mma_m16n8_c(lane, i);
+            *reinterpret_cast<mma_detail::F32Pair*>(cs + (wm0 + mi * 16 + rc.row) * kOutPitch + wn0 + nj * 8 + rc.col) =
+                {acc[mi][nj][i], acc[mi][nj][i + 1]};
+          }
+      sync_threads();  // the whole tile is staged
+      const int64_t rows = std::min<int64_t>(Tile::BM, M - m0), cols = std::min<int64_t>(Tile::BN, N - n0);
+      HG_MMA_NO_UNROLL  // unrolled, ptxas spills the two-block kernels for some outputs (f16 in, f32 out)
+      for (int e = t; e < Tile::BM * Tile::BN; e += Tile::kThreads) {  // along rows: coalesced
+        const int r = e / Tile::BN, c = e % Tile::BN;
+        if (r < rows && c < cols) out(z, m0 + r, n0 + c, cs[r * kOutPitch + c]);
+      }
+      sync_threads();  // the staged output is read before the next tile's loads overwrite it
+    }
 }
 
 // out(z, i, j) = round(alpha * acc + bias[j]), ReLU'd if asked, stored as T at
@@ -345,7 +267,7 @@ void mma_gemm(int device, const char* name, int64_t batches, int64_t M, int64_t 
               const SrcB& b, const Out& out) {
   if (batches == 0 || M == 0 || N == 0) return;
   const auto cap = [](int64_t tiles, int64_t limit) { return static_cast<unsigned>(std::min(tiles, limit)); };
-  const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM, int64_t{1} << 20), cap((N + Tile::BN - 1) / Tile::BN, 65535),
+  const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM * ((N + Tile::BN - 1) / Tile::BN), int64_t{1} << 20), 1,
                   cap(batches, 65535));
   static const std::string variant = "mma.sync " + std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN);
   launch(mma_gemm_kernel<Tile, Mode, SrcA, SrcB, Out>,

@@ -1,8 +1,9 @@
-# The canonical kernel bugs of issue 22, each a literal edit of one source file that the
-# mutation runner (.ci/mutations/run) applies to a copy. `missed`: the classes the
-# emulation could not see before its memory checks; `expect`: a regular expression the
-# failing run's output must contain (the check that must catch it); `equivalent`: a
-# rewrite that changes no behaviour, which must pass without any report.
+# The canonical kernel bugs of issue 22 (and one in the GEMM's staged epilogue of issue 19),
+# each a literal edit of one source file that the mutation runner (.ci/mutations/run)
+# applies to a copy. `missed`: the classes the emulation could not see before its memory
+# checks; `expect`: a regular expression the failing run's output must contain (the check
+# that must catch it); `equivalent`: a rewrite that changes no behaviour, which must pass
+# without any report.
 # Every mode (ldmatrix and plain fragment loads) and K up to 257, so the GEMM main loop
 # runs several k steps and loads the next stage in it (the test program's own GEMM kernels).
 BMM = "mma_gemm matches the f64 product on odd shapes with both tile configs"
@@ -12,12 +13,14 @@ BATCH_NORM = "cuda batch_norm kernels equal the CPU's"
 
 MUTANTS = [
     dict(name="gemm-cp-async-before-barrier", missed=True, file="cuda/mma_gemm.h", tests=BMM,
-         expect=r"racecheck: (write-after-read|read-after-write) hazard on dynamic shared memory.*mma_gemm\.h:\d+.*mma_gemm\.h:\d+",
-         find="""          sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
-          if (kt + S - 1 < k_tiles) stage(kt + S - 1);
+         # the reader is the kernel's ldmatrix (mma_gemm.h), the writer the stage loader (mma_operands.h)
+         expect=r"racecheck: (write-after-read|read-after-write) hazard on dynamic shared memory"
+                r".*(mma_gemm\.h:\d+.*mma_operands\.h:\d+|mma_operands\.h:\d+.*mma_gemm\.h:\d+)",
+         find="""        sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
+        if (kt + S - 1 < k_tiles) stage(kt + S - 1);
 """,
-         replace="""          if (kt + S - 1 < k_tiles) stage(kt + S - 1);
-          sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
+         replace="""        if (kt + S - 1 < k_tiles) stage(kt + S - 1);
+        sync_threads();  // step kt is visible to all, and step kt-1's buffer is free
 """),
     dict(name="block-reduce-no-barrier-before-reuse", missed=True, file="cuda/block_reduce.h", tests=NUMERICS,
          expect=r"racecheck: (write-after-read|read-after-write) hazard on static __shared__ memory.*block_reduce\.h:\d+.*block_reduce\.h:\d+",
@@ -53,10 +56,13 @@ MUTANTS = [
   Pair<S> sum{part[0][0][tx], part[1][0][tx]};
 """),
     dict(name="gemm-cp-async-wait-count", file="cuda/mma_gemm.h", tests=BMM,
-         find="""          cp_async_wait<S - 2>();
-          sync_threads();  // step kt is visible""",
-         replace="""          cp_async_wait<S - 1>();
-          sync_threads();  // step kt is visible"""),
+         find="""        cp_async_wait<S - 2>();
+        sync_threads();  // step kt is visible""",
+         replace="""        cp_async_wait<S - 1>();
+        sync_threads();  // step kt is visible"""),
+    dict(name="gemm-epilogue-reads-before-staged", file="cuda/mma_gemm.h", tests=BMM,
+         find="""      sync_threads();  // the whole tile is staged
+""", replace=""),
     dict(name="warp-reduce-shuffle-offset", file="cuda/block_reduce.h", tests=NUMERICS,
          find="""for (unsigned o = 16; o > 0; o >>= 1)""", replace="""for (unsigned o = 8; o > 0; o >>= 1)"""),
     dict(name="block-reduce-read-too-early", file="cuda/block_reduce.h", tests=NUMERICS,

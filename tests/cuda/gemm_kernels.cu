@@ -13,15 +13,19 @@ namespace {
 
 using cuda::MmaMode;
 
-template <class Tile, MmaMode Mode, class T, class Out>
+// The tiles as mma_gemm_auto picks them: blocks per SM by source alignment and mode.
+template <bool Large, MmaMode Mode, class T, class Out>
 void run(const Tensor& a, const Tensor& b, const Out& out) {
   const int64_t B = a.size(0), M = a.size(1), K = a.size(2), N = b.size(2);
   const auto& sa = a.strides();
   const auto& sb = b.strides();
-  cuda::with_source<T>(a.data<T>(), sa[0], sa[1], M, sa[2], K, [&](const auto& src_a) {
-    cuda::with_source<T>(b.data<T>(), sb[0], sb[2], N, sb[1], K, [&](const auto& src_b) {
-      cuda::mma_gemm<Tile, Mode>(0, "test_mma_gemm", B, M, N, K, src_a, src_b, out);
-    });
+  const cuda::StridedOperand<T> oa{a.data<T>(), B == 1 ? 0 : sa[0], sa[1], M, sa[2]};
+  const cuda::StridedOperand<T> ob{b.data<T>(), B == 1 ? 0 : sb[0], sb[2], N, sb[1]};
+  cuda::with_sources<T>(oa, ob, K, [&]<class SrcA, class SrcB>(const SrcA& src_a, const SrcB& src_b) {
+    constexpr bool kAligned = cuda::source_aligned<SrcA> && cuda::source_aligned<SrcB>;
+    using Tile = std::conditional_t<Large, cuda::MmaTileLarge<T, kAligned>,
+                                    cuda::MmaTileSmall<T, kAligned || Mode != MmaMode::tf32x3>>;
+    cuda::mma_gemm<Tile, Mode>(0, "test_mma_gemm", B, M, N, K, src_a, src_b, out);
   });
 }
 
@@ -31,8 +35,7 @@ void run_into(const Tensor& a, const Tensor& b, const Tensor& out, const Tensor&
                out.dtype() == dtype_of<O>::value && (!bias.defined() || bias.dtype() == out.dtype()),
            "test mma_gemm: operands must be ", dtype_name(dtype_of<T>::value), ", out contiguous ", dtype_name(dtype_of<O>::value));
   const int64_t M = a.size(1), N = b.size(2);
-  using Tile = std::conditional_t<Large, cuda::MmaTileLarge<T>, cuda::MmaTileSmall<T>>;
-  run<Tile, Mode, T>(a, b, cuda::Epilogue<O>{out.data<O>(), M * N, N, bias.defined() ? bias.data<O>() : nullptr, alpha, relu});
+  run<Large, Mode, T>(a, b, cuda::Epilogue<O>{out.data<O>(), M * N, N, bias.defined() ? bias.data<O>() : nullptr, alpha, relu});
 }
 
 template <bool Large>

@@ -1,7 +1,8 @@
 // The tensor-core GEMM engine (cuda/mma_gemm.h) and bmm / linear on it (cuda/matmul_tc.cu)
 // against an f64 product of the same rounded inputs: f16, bf16, f32 in each precision mode,
 // both tile configs, odd shapes, both layouts of each operand, broadcast batches, the
-// element-by-element path, the fused epilogue. Errors are relative to sum_k |a||b|.
+// element-by-element path, aligned operands (cp.async only), multi-band block orders, the
+// fused epilogue. Errors are relative to sum_k |a||b|.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "cuda/kernel_settings.h"
+#include "cuda/operand_alignment.h"
 #include "ops/matmul_kernels.h"
 #include "tests/cuda/gemm_kernels.h"
 #include "tests/cuda/op_compare.h"
@@ -190,6 +192,51 @@ TEST_CASE("bmm on tensor cores broadcasts batches and reads unaligned or strided
       CHECK(max_error(bmm_on_cuda(a, b), reference(a, b)) < bound(mode));
     }
   }
+}
+
+TEST_CASE("mma_gemm on aligned operands (cp.async only; two blocks per SM for 16-bit large tiles)",
+          "[cuda][matmul][mma]") {
+  HG_REQUIRE_CUDA();
+  cuda::ScopedF32Matmul use(cuda::F32Matmul::accurate);
+  const int64_t B = 2, M = 131, K = 40, N = 75;
+  const auto aligned = [](const Tensor& t, int64_t r_axis, int64_t rows, int64_t k_axis, int64_t k) {
+    return cuda::operand_slow_path(reinterpret_cast<uintptr_t>(t.data_ptr()), dtype_size(t.dtype()), t.strides()[0],
+                                   t.strides()[r_axis], rows, t.strides()[k_axis], k) == nullptr;
+  };
+  for (const GemmMode mode : kModes)
+    for (const bool a_t : {false, true})
+      for (const bool b_t : {false, true}) {
+        INFO(name(mode) << (a_t ? " a^T" : " a") << (b_t ? " b^T" : " b"));
+        const DType dt = input_dtype(mode);
+        // Lines padded to whole 16-byte chunks and narrowed: every line starts aligned, and
+        // lines along M (131) or N (75) end in a partial chunk, zero-filled by cp.async.
+        const Tensor a0 = test::random_cpu(a_t ? Shape{B, K, 136} : Shape{B, M, K}, dt, 90 + a_t);
+        const Tensor b0 = test::random_cpu(b_t ? Shape{B, N, K} : Shape{B, K, 80}, dt, 92 + b_t);
+        const Tensor a = a_t ? a0.to(kCuda).narrow(2, 0, M).transpose(1, 2) : a0.to(kCuda);
+        const Tensor b = b_t ? b0.to(kCuda).transpose(1, 2) : b0.to(kCuda).narrow(2, 0, N);
+        REQUIRE(aligned(a, 1, M, 2, K));
+        REQUIRE(aligned(b, 2, N, 1, K));
+        const Reference r = reference(a, b);
+        for (const GemmTile tile : {GemmTile::small, GemmTile::large})
+          CHECK(max_error(engine(tile, mode, a, b, dt), r) < bound(mode));
+        CHECK(max_error(bmm_on_cuda(a, b), r) < bound(mode));
+      }
+}
+
+TEST_CASE("mma_gemm's grouped block order covers grids of more than one band", "[cuda][matmul][mma]") {
+  HG_REQUIRE_CUDA();
+  // Bands of 8 M tiles: 10 x 4 small tiles (a second band 2 tiles high), 9 x 3 large ones.
+  const struct {
+    GemmTile tile;
+    int64_t M, N;
+  } grids[] = {{GemmTile::small, 600, 200}, {GemmTile::large, 1100, 260}};
+  for (const auto& g : grids)
+    for (const GemmMode mode : {GemmMode::f16, GemmMode::tf32x3}) {
+      INFO(name(mode) << (g.tile == GemmTile::small ? " small" : " large") << " M=" << g.M << " N=" << g.N);
+      const DType dt = input_dtype(mode);
+      const Tensor a = test::random_cpu({1, g.M, 16}, dt, 95), b = test::random_cpu({1, 16, g.N}, dt, 96);
+      CHECK(max_error(engine(g.tile, mode, a.to(kCuda), b.to(kCuda), dt), reference(a, b)) < bound(mode));
+    }
 }
 
 TEST_CASE("mma_gemm's epilogue: alpha, bias, ReLU and each output dtype, rounded once", "[cuda][matmul][mma]") {
