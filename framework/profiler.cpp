@@ -38,6 +38,7 @@ Profiler* g_owner = nullptr;
 std::vector<ProfileEvent>* g_sink = nullptr;
 std::chrono::steady_clock::time_point g_t0;
 int g_threads = 0;
+int64_t g_paused_ns = 0;  // ProfilePauses of the recording profiler
 std::atomic<int64_t> g_live{0};
 // The one thread that records, or no thread id: all threads record.
 std::atomic<std::thread::id> g_only_thread{};
@@ -260,6 +261,7 @@ Profiler::Profiler(const ProfilerOptions& options) {
   g_live.store(device_in_use(Device::cpu()) + device_in_use(Device::cuda(0)));
   g_only_thread.store(options.this_thread_only ? std::this_thread::get_id() : std::thread::id());
   g_t0 = std::chrono::steady_clock::now();
+  g_paused_ns = 0;
   timing::begin(g_t0, options.device_event_pairs);
   g_owner = this;
   g_sink = &events_;
@@ -276,7 +278,7 @@ void Profiler::stop() {
   std::lock_guard<std::mutex> lock(g_mu);
   // The device's work is waited for first, so that it lies inside the profiled wall time.
   timing::synchronize();
-  wall_ns_ = since_start(std::chrono::steady_clock::now());
+  wall_ns_ = since_start(std::chrono::steady_clock::now()) - g_paused_ns;
   device_timing_ = timing::finish(events_);
   g_owner = nullptr;
   g_sink = nullptr;
@@ -300,6 +302,25 @@ const std::vector<ProfileEvent>& Profiler::events() const { return stopped("even
 int64_t Profiler::wall_ns() const {
   stopped("wall_ns");
   return wall_ns_;
+}
+
+ProfilePause::ProfilePause() {
+  using namespace profiler_hook;
+  if (!recording()) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_owner == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
+  g_recording.store(false, std::memory_order_relaxed);
+  active_ = true;
+  t0_ = std::chrono::steady_clock::now();
+}
+
+ProfilePause::~ProfilePause() {
+  using namespace profiler_hook;
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_owner == nullptr) return;  // stopped during the pause: it ended there
+  g_paused_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+  g_recording.store(true, std::memory_order_release);
 }
 
 ProfileRange::ProfileRange(const char* name) {

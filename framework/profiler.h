@@ -4,6 +4,7 @@
 // result is a per-op table, a per-module table and a Chrome trace (chrome://tracing, Perfetto).
 // The hooks cost one branch when off.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -108,7 +109,7 @@ class Profiler {
 
   // After stop() (hg::Error while recording): events in start order, ops and ranges.
   const std::vector<ProfileEvent>& events() const;
-  int64_t wall_ns() const;       // start to stop
+  int64_t wall_ns() const;       // start to stop, less the ProfilePauses
   int64_t op_total_ns() const;   // the sum of time_ns() over top-level op events
   DeviceTimingStats device_timing() const;
   std::vector<OpStats> key_averages() const;        // by total time, largest first
@@ -146,6 +147,22 @@ class ProfileRange {
   bool active_ = false;
 };
 [[nodiscard]] inline ProfileRange profile_range(const std::string& name) { return ProfileRange(name); }
+
+// Leaves a stretch out of the active profiler: instrumentation a benchmark runs inside the
+// step it profiles (segbench's update probe). While it lives no op is recorded, on any
+// thread, and its time is not counted in wall_ns() (the trace shows a gap). Free when no
+// profiler records; a pause inside a pause does nothing. Use it between ops, not inside one.
+class ProfilePause {
+ public:
+  ProfilePause();
+  ~ProfilePause();
+  ProfilePause(const ProfilePause&) = delete;
+  ProfilePause& operator=(const ProfilePause&) = delete;
+
+ private:
+  bool active_ = false;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 // FLOPs of one dispatch from its stub and tensor arguments (shapes as the kernel gets
 // them); 0 for ops that are not matrix products or convolutions.

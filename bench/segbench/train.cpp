@@ -28,6 +28,7 @@
 #include "framework/allocator.h"
 #include "framework/cpu/isa.h"
 #include "framework/optim/adam.h"
+#include "framework/profiler.h"
 #include "framework/optim/clip_grad.h"
 #include "framework/optim/lr_scheduler.h"
 #include "framework/optim/sgd.h"
@@ -185,7 +186,10 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     const double b_ms = ms_since(t1);
     const auto t2 = Clock::now();
     // Where backward stored them: the model's parameters (f16 ones for amp-master).
-    if (sampled) us.layers = stored_gradient_stats(model.named_parameters(), scale_now);
+    if (sampled) {
+      ProfilePause pause;  // segbench's own statistics are not the step's ops
+      us.layers = stored_gradient_stats(model.named_parameters(), scale_now);
+    }
     scaler.unscale_(opt);
     if (monitor) monitor->end_step();  // weight gradients unscaled, before clipping
     if (step == 0 && !cfg.dump.empty()) dump_first_step(cfg, precision, before, batch, logits, loss, opt_params);
@@ -195,14 +199,21 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     if (sampled) us.step = step;
     // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
     const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
-    // The probe copies every parameter to the host; its time is kept out of the step's.
+    // The probe copies every parameter to the host; its time is kept out of the step's
+    // timing and out of the op profile.
     std::optional<UpdateProbe> probe;
     auto tp = Clock::now();
-    if (!stopping && (sampled || step < kFirstUpdateSteps)) probe.emplace(opt);
+    if (!stopping && (sampled || step < kFirstUpdateSteps)) {
+      ProfilePause pause;
+      probe.emplace(opt);
+    }
     double probe_ms = ms_since(tp);
     amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
     tp = Clock::now();
-    if (probe) r.updates.push_back(probe->measure(step, res.skipped()));
+    if (probe) {
+      ProfilePause pause;
+      r.updates.push_back(probe->measure(step, res.skipped()));
+    }
     probe_ms += ms_since(tp);
     scaler.update();
     if (fallback) {

@@ -247,3 +247,34 @@ TEST_CASE("profiler: other threads are recorded on their own tracks, or left out
   CHECK(ops_named(mine, "relu").size() == 1);
   CHECK(ops_named(mine, "exp").empty());
 }
+
+TEST_CASE("profiler: a ProfilePause records nothing and is left out of the wall time", "[profiler]") {
+  const Tensor a = randn({64}), b = randn({64});
+  Profiler prof(true);
+  Tensor c = a + b;
+  {
+    ProfilePause pause;
+    Tensor hidden = a * b;  // not recorded
+    {
+      ProfilePause nested;  // does nothing, and must not resume recording when it ends
+    }
+    Tensor still_hidden = a - b;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  Tensor d = c + a;
+  prof.stop();
+  CHECK(ops_named(prof, "add").size() == 2);
+  CHECK(ops_named(prof, "mul").empty());
+  CHECK(ops_named(prof, "sub").empty());
+  // Two additions on 64 elements outside the pause; the 300 ms sleep inside it is not counted.
+  CHECK(prof.wall_ns() < 300'000'000);
+  CHECK(prof.wall_ns() >= prof.op_total_ns());
+}
+
+TEST_CASE("profiler: a ProfilePause without a recording profiler does nothing", "[profiler]") {
+  { ProfilePause pause; }
+  Profiler prof(true);
+  Tensor c = randn({4}) + randn({4});
+  prof.stop();
+  CHECK(ops_named(prof, "add").size() == 1);
+}
