@@ -28,6 +28,10 @@ struct OpProfile {
   double peak_gflops = 0;              // the f32 FMA peak of the threads used (0: unknown)
   std::vector<OpProfileRow> top;       // the ops that took the most time, largest first
   std::string trace_file;              // "trace_<mode>.json" in the report folder, or ""
+  // op_ms of every profiled step, in step order; this summary is the fastest of them (on a
+  // shared machine a preempted op only gets slower, so the fastest step is the least disturbed).
+  std::vector<int64_t> profiled_steps;
+  std::vector<double> profiled_op_ms;
 };
 
 }  // namespace hg::segbench

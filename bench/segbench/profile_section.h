@@ -2,6 +2,7 @@
 // Chrome trace next to the report, and renders the report's "Op profile" section with a
 // diagnosis of why a reduced-precision mode is (not) faster than fp32, from the numbers.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "bench/segbench/profile_data.h"
@@ -13,9 +14,14 @@ namespace hg::segbench {
 // The summary of a stopped profiler's events (step is recorded as given).
 OpProfile summarize_op_profile(const Profiler& prof, int64_t step, size_t top_rows = 12);
 
-// Stops `prof`, writes <cfg.out>/trace_<precision>.json (when cfg.out is set) and returns the
-// summary with the machine's FMA peak filled in on the CPU.
-OpProfile finish_op_profile(Profiler& prof, const Config& cfg, const std::string& precision, int64_t step);
+// How many consecutive steps --profile-ops profiles per mode (the report keeps the fastest).
+inline constexpr int64_t kProfiledSteps = 3;
+
+// Stops `prof` (the profile of `step`) and folds it into `kept`: the fastest profiled step so
+// far becomes the summary, with the machine's FMA peak on the CPU, and its trace is written to
+// <cfg.out>/trace_<precision>.json (when cfg.out is set); every step's op time is listed.
+void finish_op_profile(Profiler& prof, const Config& cfg, const std::string& precision, int64_t step,
+                       std::optional<OpProfile>& kept);
 
 // The f32 FMA peak of this process's OpenMP threads, measured once (GFLOP/s; 0 without AVX2/FMA).
 double fma_peak_gflops();

@@ -32,7 +32,9 @@ struct Config {
   int64_t poison_step = -1;     // test hook: a NaN pixel in this step's input batch (-1: none)
   int64_t fallback_strikes = 0; // > 0: amp::Fp32Fallback in autocast modes, after this many overflows
   bool compare_only = false;    // --compare without training
-  int64_t profile_ops_step = -1;  // --profile-ops: this step of each mode runs under hg::Profiler (-1: none)
+  // --profile-ops: this step and the next kProfiledSteps - 1 (those that run) of each mode run under
+  // hg::Profiler; the report keeps the fastest (-1: none).
+  int64_t profile_ops_step = -1;
 };
 
 struct Curves {

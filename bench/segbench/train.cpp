@@ -159,7 +159,8 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     if (monitor) monitor->begin_step(step);
     if (fallback) fallback->begin_step(step);
     std::optional<Profiler> profiler;
-    if (step == cfg.profile_ops_step) profiler.emplace(true);  // without the next batch's preparation
+    if (cfg.profile_ops_step >= 0 && step >= cfg.profile_ops_step && step < cfg.profile_ops_step + kProfiledSteps)
+      profiler.emplace(true);  // without the next batch's preparation
     const auto t0 = Clock::now();
     Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
     Tensor logits, loss;
@@ -232,7 +233,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
     opt.zero_grad();
     model.zero_grad();
     const double o_ms = ms_since(t2) - probe_ms;
-    if (profiler) r.op_profile = finish_op_profile(*profiler, cfg, precision, step);
+    if (profiler) finish_op_profile(*profiler, cfg, precision, step, r.op_profile);
     if (sampled) {
       // Weight elements whose update was rounded away (0 on a skipped step: nothing was proposed).
       if (probe)

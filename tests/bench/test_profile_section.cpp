@@ -80,7 +80,51 @@ TEST_CASE("op profile summary and report section come from a real profile", "[se
   CHECK(op_profile_markdown(r).empty());
   r.runs[1].op_profile = p;
   const std::string md = markdown_report(r, {});
-  CHECK_THAT(md, Catch::Contains("## Op profile") && Catch::Contains("Step 7 of each mode") &&
+  CHECK_THAT(md, Catch::Contains("## Op profile") && Catch::Contains("fastest of its profiled steps (step 7)") &&
                      Catch::Contains("| amp |") && Catch::Contains("conv2d_forward"));
   CHECK_THAT(html_report(r, {}), Catch::Contains("<h2>Op profile</h2>"));
+}
+
+TEST_CASE("op profile: of the profiled steps the fastest is kept, and every step's op time listed", "[segbench][profile]") {
+  const Tensor small = randn({8, 8}), big = randn({192, 192});
+  auto profile = [](const Tensor& m) {
+    auto prof = std::make_unique<Profiler>(true);
+    for (int i = 0; i < 4; ++i) (void)matmul(m, m);
+    return prof;
+  };
+  Config cfg;  // no output folder: no trace written
+  std::optional<OpProfile> kept;
+  auto p2 = profile(big);
+  finish_op_profile(*p2, cfg, "amp", 2, kept);
+  auto p3 = profile(small);
+  finish_op_profile(*p3, cfg, "amp", 3, kept);
+  auto p4 = profile(big);
+  finish_op_profile(*p4, cfg, "amp", 4, kept);
+  REQUIRE(kept);
+  CHECK(kept->step == 3);
+  CHECK(kept->profiled_steps == std::vector<int64_t>{2, 3, 4});
+  REQUIRE(kept->profiled_op_ms.size() == 3);
+  CHECK(kept->op_ms == kept->profiled_op_ms[1]);
+  CHECK(kept->profiled_op_ms[1] < kept->profiled_op_ms[0]);
+  CHECK(kept->profiled_op_ms[1] < kept->profiled_op_ms[2]);
+
+  Report r;
+  r.runs.resize(1);
+  r.runs[0].precision = "amp";
+  r.runs[0].op_profile = kept;
+  const std::string md = markdown_report(r, {});
+  CHECK_THAT(md, Catch::Contains("fastest of its profiled steps (steps 2-4)") &&
+                     Catch::Contains("Op ms per profiled step: step 2 ") && Catch::Contains(" (kept), step 4 "));
+}
+
+TEST_CASE("op profile diagnosis: a difference inside the profiled steps' spread is no difference", "[segbench][profile]") {
+  OpProfile fp32 = made_up(60, 30, 0, 0, 10);  // 100 ms
+  OpProfile amp = made_up(55, 30, 20, 0, 10);  // 95 ms: -5%
+  const std::string plain = op_profile_diagnosis("amp", amp, &fp32);
+  INFO(plain);  // no spread recorded: 3% is the floor, 5% is a difference
+  CHECK_THAT(plain, Catch::Contains("so amp is faster than fp32 here"));
+  fp32.profiled_op_ms = {100, 108, 104};  // 8% spread
+  const std::string noisy = op_profile_diagnosis("amp", amp, &fp32);
+  INFO(noisy);
+  CHECK_THAT(noisy, Catch::Contains("so amp is as fast as fp32 here, within this measurement's noise (8%"));
 }
