@@ -1,0 +1,69 @@
+// The CPU convolution weight gradient on the U-Net's layer shapes (segbench's cpu profile:
+// width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype: where
+// conv2d_wgrad's time goes, layer by layer.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "halfgrad.h"
+#include "ops/conv2d_kernels.h"
+
+using namespace hg;
+
+namespace {
+
+// Best wall time of f after warm-up (at least 5 runs, ~0.2 s): other processes only add time.
+template <class F>
+double best_seconds(F&& f) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) f();
+  double best = 1e30;
+  int runs = 0;
+  const auto start = clock::now();
+  while (runs < 5 || (runs < 40 && std::chrono::duration<double>(clock::now() - start).count() < 0.2)) {
+    const auto t0 = clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
+    ++runs;
+  }
+  return best;
+}
+
+struct Layer {
+  int64_t hw, cin, cout, k;  // image side, channels in/out, kernel side
+};
+
+}  // namespace
+
+int main() {
+  NoGrad no_grad;
+  const int64_t N = 16;
+  const Device cpu = Device::cpu();
+  std::printf("conv2d weight gradient, U-Net w8 d4 b16 64^2, %d threads\n", omp_get_max_threads());
+  std::printf("%-18s %-5s %9s %9s\n", "layer", "type", "ms", "GFLOP/s");
+  const Layer layers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},     {32, 8, 16, 3},   {32, 16, 16, 3}, {16, 16, 32, 3},
+                          {16, 32, 32, 3}, {8, 32, 64, 3},    {8, 64, 64, 3},   {4, 64, 128, 3}, {4, 128, 128, 3},
+                          {8, 128, 64, 3}, {16, 64, 32, 3},   {32, 32, 16, 3},  {64, 16, 8, 3},  {8, 128, 64, 1},
+                          {16, 64, 32, 1}, {32, 32, 16, 1},   {64, 16, 8, 1}};
+  for (DType dt : {f32, bf16, f16}) {
+    double total = 0;
+    for (const Layer& l : layers) {
+      const ConvParams p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
+      Generator g(3);
+      Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
+      Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt});
+      const double s = best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
+      const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
+      total += s;
+      char name[40];
+      std::snprintf(name, sizeof name, "%lldx%lld %lld->%lld @%lld", static_cast<long long>(l.k),
+                    static_cast<long long>(l.k), static_cast<long long>(l.cin), static_cast<long long>(l.cout),
+                    static_cast<long long>(l.hw));
+      std::printf("%-18s %-5s %9.3f %9.1f\n", name, dtype_name(dt), s * 1e3, flops / s * 1e-9);
+    }
+    std::printf("%-18s %-5s %9.3f\n", "all layers", dtype_name(dt), total * 1e3);
+  }
+  return 0;
+}
