@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
@@ -37,7 +38,8 @@ struct Layer {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : nullptr;  // run only layers whose name contains this
   NoGrad no_grad;
   const int64_t N = 16;
   const Device cpu = Device::cpu();
@@ -50,6 +52,11 @@ int main() {
   for (DType dt : {f32, bf16, f16}) {
     double total = 0;
     for (const Layer& l : layers) {
+      char name[40];
+      std::snprintf(name, sizeof name, "%lldx%lld %lld->%lld @%lld", static_cast<long long>(l.k),
+                    static_cast<long long>(l.k), static_cast<long long>(l.cin), static_cast<long long>(l.cout),
+                    static_cast<long long>(l.hw));
+      if (only && !std::strstr(name, only)) continue;
       const ConvParams p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
       Generator g(3);
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
@@ -57,10 +64,6 @@ int main() {
       const double s = best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
       const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
       total += s;
-      char name[40];
-      std::snprintf(name, sizeof name, "%lldx%lld %lld->%lld @%lld", static_cast<long long>(l.k),
-                    static_cast<long long>(l.k), static_cast<long long>(l.cin), static_cast<long long>(l.cout),
-                    static_cast<long long>(l.hw));
       std::printf("%-18s %-5s %9.3f %9.1f\n", name, dtype_name(dt), s * 1e3, flops / s * 1e-9);
     }
     std::printf("%-18s %-5s %9.3f\n", "all layers", dtype_name(dt), total * 1e3);

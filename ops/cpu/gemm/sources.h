@@ -21,11 +21,13 @@ namespace hg::cpu::gemm {
 template <class T, class Acc = compute_t<T>>
 inline void widen(const T* src, Acc* dst, int64_t n) {
   if constexpr (std::is_same_v<T, Acc>) {
-    if (n <= 32) {  // a conv tap's channels: fixed-size vector copies beat a call (and rep movs)
+    if (n <= 32) {  // a conv tap's channels: inline copies of fixed size, no call and no
+      // loop over single elements (gcc turns one into a memmove call or rep movs)
       int64_t i = 0;
       for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(Acc));
-      for (; i + 2 <= n; i += 2) std::memcpy(dst + i, src + i, 2 * sizeof(Acc));
-      if (i < n) dst[i] = src[i];
+      if (n - i >= 4) std::memcpy(dst + i, src + i, 4 * sizeof(Acc)), i += 4;
+      if (n - i >= 2) std::memcpy(dst + i, src + i, 2 * sizeof(Acc)), i += 2;
+      if (n - i >= 1) dst[i] = src[i];
     } else
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
   } else {
@@ -223,6 +225,25 @@ struct ConvTaps : ConvGeometry<T> {
   // Packs for the A side (rn <= MC + kMaxR): each pixel's taps are gathered into a
   // contiguous line in whole runs; a block of lines is then written row by row, so each
   // panel row receives a whole cache line at once (rows kc apart alias in L1 otherwise).
+  // fill_run into a line with room for 7 values past len: a short f32 run is copied in
+  // whole vectors whose masked-off lanes read nothing and write zeros there (the next run,
+  // or the line's zero padding, follows), since a masked store is slow on AMD cores.
+  static void fill_line(const T* src, Acc* dst, int64_t len) {
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float>)
+      if (src && len <= 32) {
+        alignas(32) static constexpr int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t i = 0; i < len; i += 8) {
+          const int64_t m = std::min<int64_t>(8, len - i);
+          const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - m));
+          _mm256_storeu_ps(dst + i, _mm256_maskload_ps(src + i, mask));
+        }
+        return;
+      }
+#endif
+    fill_run(src, dst, len);
+  }
+
   void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
     constexpr int64_t kB = 16;  // pixels per block: one 64-byte line of f32
     const int64_t rows = (rn + R - 1) / R * R;
@@ -233,7 +254,7 @@ struct ConvTaps : ConvGeometry<T> {
     for (int64_t b0 = 0; b0 < kc; b0 += kB) {
       const int64_t bn = std::min(kB, kc - b0);
       for (int64_t k = 0; k < bn; ++k, this->next(px))
-        this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_run(src, lines[k] + q, len); });
+        this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_line(src, lines[k] + q, len); });
       int64_t i = 0;
 #if defined(__AVX2__)
       if constexpr (std::is_same_v<Acc, float>)
