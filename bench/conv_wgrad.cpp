@@ -3,34 +3,16 @@
 // conv2d_wgrad's time goes, layer by layer.
 #include <omp.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
+#include "bench/best_seconds.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
 
 using namespace hg;
 
 namespace {
-
-// Best wall time of f after warm-up (at least 5 runs, ~0.2 s): other processes only add time.
-template <class F>
-double best_seconds(F&& f) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 2; ++i) f();
-  double best = 1e30;
-  int runs = 0;
-  const auto start = clock::now();
-  while (runs < 5 || (runs < 40 && std::chrono::duration<double>(clock::now() - start).count() < 0.2)) {
-    const auto t0 = clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
-    ++runs;
-  }
-  return best;
-}
 
 struct Layer {
   int64_t hw, cin, cout, k;  // image side, channels in/out, kernel side
@@ -61,7 +43,7 @@ int main(int argc, char** argv) {
       Generator g(3);
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
       Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt});
-      const double s = best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); });
+      const double s = bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.2, 40);
       const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
       total += s;
       std::printf("%-18s %-5s %9.3f %9.1f\n", name, dtype_name(dt), s * 1e3, flops / s * 1e-9);
