@@ -222,12 +222,13 @@ inline void transpose8(const float* src, int64_t ld_src, float* dst, int64_t ld_
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  // Packs for the A side (rn <= MC + kMaxR): each pixel's taps are gathered into a
-  // contiguous line in whole runs; a block of lines is then written row by row, so each
-  // panel row receives a whole cache line at once (rows kc apart alias in L1 otherwise).
-  // fill_run into a line with room for 7 values past len: a short f32 run is copied in
-  // whole vectors whose masked-off lanes read nothing and write zeros there (the next run,
-  // or the line's zero padding, follows), since a masked store is slow on AMD cores.
+  // A packing line: room for a row block (rn <= MC + kMaxR), its zero padding and the 7
+  // values fill_line may write past a run.
+  static constexpr int64_t kLine = MC + 2 * kMaxR;
+
+  // fill_run into a line: a short f32 run is copied in whole vectors whose masked-off lanes
+  // read nothing and write zeros past the run (the next run, or the line's zero padding,
+  // follows), since a masked store is slow on AMD cores.
   static void fill_line(const T* src, Acc* dst, int64_t len) {
 #if defined(__AVX2__)
     if constexpr (std::is_same_v<T, float>)
@@ -244,10 +245,13 @@ struct ConvTaps : ConvGeometry<T> {
     fill_run(src, dst, len);
   }
 
+  // Packs for the A side (rn <= MC + kMaxR): each pixel's taps are gathered into a line in
+  // whole runs; a block of 16 lines is then written row by row, so each panel row receives
+  // a whole cache line at once (writing one value per pixel down rows kc apart thrashes L1).
   void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
     constexpr int64_t kB = 16;  // pixels per block: one 64-byte line of f32
     const int64_t rows = (rn + R - 1) / R * R;
-    Acc lines[kB][MC + 2 * kMaxR];
+    Acc lines[kB][kLine];
     for (auto& l : lines) std::fill(l + rn, l + rows, Acc(0));
     const auto at = this->tap(r0);
     auto px = this->pixel(k0);
@@ -260,8 +264,8 @@ struct ConvTaps : ConvGeometry<T> {
       if constexpr (std::is_same_v<Acc, float>)
         if (bn == kB)
           for (; i + 8 <= rows; i += 8) {
-            transpose8(&lines[0][i], MC + 2 * kMaxR, dst + i * kc + b0, kc);
-            transpose8(&lines[8][i], MC + 2 * kMaxR, dst + i * kc + b0 + 8, kc);
+            transpose8(&lines[0][i], kLine, dst + i * kc + b0, kc);
+            transpose8(&lines[8][i], kLine, dst + i * kc + b0 + 8, kc);
           }
 #endif
       for (; i < rows; ++i) {
