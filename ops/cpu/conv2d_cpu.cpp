@@ -158,7 +158,10 @@ int64_t wgrad_chunk(int64_t pixels, int64_t wsize, int64_t acc_bytes) {
 }
 
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
-// partials are summed in chunk order and rounded once.
+// partials are summed in chunk order and rounded once. Each chunk runs as gw^T = im2col(x)^T
+// · gy: the long tap side (RSCg) is the engine's M, split into row tiles that share one
+// packing of gy, and the few filters (Kg) are its N, where a half-width register tile
+// serves Kg = 8 without padding.
 template <class T>
 void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const ConvParams& prm) {
   using Acc = compute_t<T>;
@@ -176,13 +179,13 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
-      // A: gy^T (rows are filters, contiguous at each pixel); B^T: im2col(x)^T, whose panels
-      // of NR taps are runs of channels at each pixel.
-      const gemm::Matrix<Wide<T>> gyt_rows{gy + m0 * g.K + grp * g.Kg, 1, g.K};
-      gemm::ConvTaps<Wide<T>> cols{forward_fields(g, x, grp)};
-      cols.m_base = m0;
-      const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
-      gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, cols, o, gemm::Epilogue<Acc>{}, threads,
+      // A: im2col(x)^T, rows are taps; B^T: gy^T, whose rows (filters) are contiguous at
+      // each pixel. The result's (tap, filter) lands at gw's [filter, tap].
+      gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
+      taps.m_base = m0;
+      const gemm::Matrix<Wide<T>> gy_cols{gy + m0 * g.K + grp * g.Kg, 1, g.K};
+      const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, dtype_v<Acc>, 1, g.RSCg, 0, 0, 1, g.RSCg};
+      gemm::run<Acc>(g.RSCg, g.Kg, len, taps, gy_cols, o, gemm::Epilogue<Acc>{}, threads,
                      &gemm::kernel_for_values<T>());
     }
   }

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "framework/half_convert.h"
 #include "ops/cpu/gemm/engine.h"
 
@@ -17,9 +21,14 @@ namespace hg::cpu::gemm {
 template <class T, class Acc = compute_t<T>>
 inline void widen(const T* src, Acc* dst, int64_t n) {
   if constexpr (std::is_same_v<T, Acc>) {
-    if (n <= 32)  // a conv tap's channels: an inline loop beats a call
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-    else
+    if (n <= 32) {  // a conv tap's channels: inline copies of fixed size, no call and no
+      // loop over single elements (gcc turns one into a memmove call or rep movs)
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8 * sizeof(Acc));
+      if (n - i >= 4) std::memcpy(dst + i, src + i, 4 * sizeof(Acc)), i += 4;
+      if (n - i >= 2) std::memcpy(dst + i, src + i, 2 * sizeof(Acc)), i += 2;
+      if (n - i >= 1) dst[i] = src[i];
+    } else
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
   } else {
     if (n < 8) {  // too short for a vector conversion call to pay off
@@ -188,10 +197,84 @@ struct ConvRows : ConvGeometry<T> {
   }
 };
 
-// Rows are taps, k runs over pixels (weight-gradient B^T: the im2col matrix transposed).
+#if defined(__AVX2__)
+// dst[j * ld_dst + k] = src[k * ld_src + j] for an 8 x 8 block of f32.
+inline void transpose8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * ld_src);
+  for (int k = 0; k < 8; k += 2) t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  for (int k = 0; k < 8; k += 4)
+    for (int h = 0; h < 2; ++h) {
+      r[k + h] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[k + h + 2] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  // r[0..3] hold columns 0,2,1,3 (low lanes) and 4,6,5,7 (high lanes) of rows 0-3; r[4..7] of rows 4-7.
+  const int order[4] = {0, 2, 1, 3};
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(dst + order[q] * ld_dst, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (order[q] + 4) * ld_dst, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+  }
+}
+#endif
+
+// Rows are taps, k runs over pixels (the im2col matrix transposed: the weight gradient's
+// A, or its B^T).
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
+  // A packing line: room for a row block (rn <= MC + kMaxR), its zero padding and the 7
+  // values fill_line may write past a run.
+  static constexpr int64_t kLine = MC + 2 * kMaxR;
+
+  // fill_run into a line: a short f32 run is copied in whole vectors whose masked-off lanes
+  // read nothing and write zeros past the run (the next run, or the line's zero padding,
+  // follows), since a masked store is slow on AMD cores.
+  static void fill_line(const T* src, Acc* dst, int64_t len) {
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<T, float>)
+      if (src && len <= 32) {
+        alignas(32) static constexpr int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t i = 0; i < len; i += 8) {
+          const int64_t m = std::min<int64_t>(8, len - i);
+          const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - m));
+          _mm256_storeu_ps(dst + i, _mm256_maskload_ps(src + i, mask));
+        }
+        return;
+      }
+#endif
+    fill_run(src, dst, len);
+  }
+
+  // Packs for the A side (rn <= MC + kMaxR): each pixel's taps are gathered into a line in
+  // whole runs; a block of 16 lines is then written row by row, so each panel row receives
+  // a whole cache line at once (writing one value per pixel down rows kc apart thrashes L1).
+  void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
+    constexpr int64_t kB = 16;  // pixels per block: one 64-byte line of f32
+    const int64_t rows = (rn + R - 1) / R * R;
+    Acc lines[kB][kLine];
+    for (auto& l : lines) std::fill(l + rn, l + rows, Acc(0));
+    const auto at = this->tap(r0);
+    auto px = this->pixel(k0);
+    for (int64_t b0 = 0; b0 < kc; b0 += kB) {
+      const int64_t bn = std::min(kB, kc - b0);
+      for (int64_t k = 0; k < bn; ++k, this->next(px))
+        this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_line(src, lines[k] + q, len); });
+      int64_t i = 0;
+#if defined(__AVX2__)
+      if constexpr (std::is_same_v<Acc, float>)
+        if (bn == kB)
+          for (; i + 8 <= rows; i += 8) {
+            transpose8(&lines[0][i], kLine, dst + i * kc + b0, kc);
+            transpose8(&lines[8][i], kLine, dst + i * kc + b0 + 8, kc);
+          }
+#endif
+      for (; i < rows; ++i) {
+        Acc* out = dst + i * kc + b0;
+        for (int64_t k = 0; k < bn; ++k) out[k] = lines[k][i];
+      }
+    }
+  }
+
   // Packs for the B side only (rn <= NC): each pixel's taps are gathered into a contiguous
   // line in whole runs (kernel rows where possible), then copied panel by panel.
   void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
