@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/best_seconds.h"
 #include "framework/cpu/isa.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
@@ -46,26 +47,9 @@ float avx512_fma_burst(int64_t iters) {
 
 using namespace hg;
 namespace gemm = hg::cpu::gemm;
+using hg::bench::best_seconds;
 
 namespace {
-
-// Best wall time of f over several runs after warm-up; at least 5 runs and ~0.3 s. The
-// best, not the median: on a shared machine the other processes only ever add time.
-template <class F>
-double best_seconds(F&& f) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 2; ++i) f();
-  double best = 1e30;
-  int runs = 0;
-  const auto start = clock::now();
-  while (runs < 5 || (runs < 50 && std::chrono::duration<double>(clock::now() - start).count() < 0.3)) {
-    const auto t0 = clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
-    ++runs;
-  }
-  return best;
-}
 
 using RowMatf = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
