@@ -179,14 +179,24 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
-      // A: im2col(x)^T, rows are taps; B^T: gy^T, whose rows (filters) are contiguous at
-      // each pixel. The result's (tap, filter) lands at gw's [filter, tap].
       gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
       taps.m_base = m0;
-      const gemm::Matrix<Wide<T>> gy_cols{gy + m0 * g.K + grp * g.Kg, 1, g.K};
-      const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, dtype_v<Acc>, 1, g.RSCg, 0, 0, 1, g.RSCg};
-      gemm::run<Acc>(g.RSCg, g.Kg, len, taps, gy_cols, o, gemm::Epilogue<Acc>{}, threads,
-                     &gemm::kernel_for_values<T>());
+      Acc* out = part + c * wsize + grp * g.Kg * g.RSCg;
+      if (threads == 1) {
+        // A: im2col(x)^T, rows are taps; B^T: gy^T, whose rows (filters) are contiguous at
+        // each pixel. The result's (tap, filter) lands at gw's [filter, tap].
+        const gemm::Matrix<Wide<T>> gy_cols{gy + m0 * g.K + grp * g.Kg, 1, g.K};
+        const gemm::Output o{out, dtype_v<Acc>, 1, g.RSCg, 0, 0, 1, g.RSCg};
+        gemm::run<Acc>(g.RSCg, g.Kg, len, taps, gy_cols, o, gemm::Epilogue<Acc>{}, 1, &gemm::kernel_for_values<T>());
+      } else {
+        // One chunk, its GEMM split among the threads by tiles: in the transposed orientation
+        // neighbouring tap tiles share every cache line of gw's rows (false sharing between
+        // the threads, 3-10x slower at 2 threads), so the filters are M and the taps N here.
+        const gemm::Matrix<Wide<T>> gyt_rows{gy + m0 * g.K + grp * g.Kg, 1, g.K};
+        const gemm::Output o{out, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
+        gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, taps, o, gemm::Epilogue<Acc>{}, threads,
+                       &gemm::kernel_for_values<T>());
+      }
     }
   }
   const gemm::Output o{gwt.data<T>(), gwt.dtype(), 1, 1, 0, 0, 0, 1};
