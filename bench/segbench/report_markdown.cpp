@@ -19,7 +19,9 @@ const char* const kCpuNote =
     "accumulate in f32 and round each result once, which gives the rounding, overflow and underflow of f16/bf16 "
     "exactly, but at the speed of f32 arithmetic plus conversions. So the speed-up column says n/a for those "
     "modes (the measured ratio is in parentheses) and none of these timings predicts a GPU; only bf16 on AMX "
-    "tiles multiplies natively. The numerics carry over; the speed does not.";
+    "tiles multiplies natively. What carries over to a GPU is the range behaviour (overflow, underflow, "
+    "flushing: the failures these modes show); the last bits of sums do not exactly (tensor cores do not "
+    "accumulate with IEEE round-to-nearest f32), and the speed does not.";
 
 std::string fixed(double v, int decimals) {
   if (!std::isfinite(v)) return "n/a";
