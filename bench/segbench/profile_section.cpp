@@ -54,21 +54,21 @@ void finish_op_profile(Profiler& prof, const Config& cfg, const std::string& pre
                        std::optional<OpProfile>& kept) {
   prof.stop();
   OpProfile p = summarize_op_profile(prof, step);
-  p.profiled_steps = kept ? kept->profiled_steps : std::vector<int64_t>{};
-  p.profiled_op_ms = kept ? kept->profiled_op_ms : std::vector<double>{};
-  p.profiled_steps.push_back(step);
-  p.profiled_op_ms.push_back(p.op_ms);
-  if (kept && kept->op_ms <= p.op_ms) {
-    kept->profiled_steps = p.profiled_steps;
-    kept->profiled_op_ms = p.profiled_op_ms;
-    return;
+  const double op_ms = p.op_ms;
+  if (!kept || op_ms < kept->op_ms) {
+    if (!cfg.out.empty()) {
+      p.trace_file = "trace_" + precision + ".json";
+      prof.write_chrome_trace(cfg.out + "/" + p.trace_file);
+    }
+    if (p.device == "cpu") p.peak_gflops = fma_peak_gflops();
+    if (kept) {
+      p.profiled_steps = std::move(kept->profiled_steps);
+      p.profiled_op_ms = std::move(kept->profiled_op_ms);
+    }
+    kept = std::move(p);
   }
-  if (!cfg.out.empty()) {
-    p.trace_file = "trace_" + precision + ".json";
-    prof.write_chrome_trace(cfg.out + "/" + p.trace_file);
-  }
-  if (p.device == "cpu") p.peak_gflops = fma_peak_gflops();
-  kept = std::move(p);
+  kept->profiled_steps.push_back(step);
+  kept->profiled_op_ms.push_back(op_ms);
 }
 
 namespace {

@@ -173,7 +173,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   Acc* part = partial.data();
   const Wide<T>* x = activation<T>(xt, 0);
   const Wide<T>* gy = activation<T>(gyt, 1);
-  const int threads = chunks > 1 ? 1 : -1;  // chunks in parallel, or the one GEMM split by tiles
+  // Chunks in parallel, one thread each; or the one chunk's GEMM split among the threads by tiles.
   const int nt = chunks > 1 && !omp_in_parallel() ? static_cast<int>(std::min<int64_t>(chunks, omp_get_max_threads())) : 1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
   for (int64_t c = 0; c < chunks; ++c) {
@@ -182,7 +182,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
       taps.m_base = m0;
       Acc* out = part + c * wsize + grp * g.Kg * g.RSCg;
-      if (threads == 1) {
+      if (chunks > 1) {
         // A: im2col(x)^T, rows are taps; B^T: gy^T, whose rows (filters) are contiguous at
         // each pixel. The result's (tap, filter) lands at gw's [filter, tap].
         const gemm::Matrix<Wide<T>> gy_cols{gy + m0 * g.K + grp * g.Kg, 1, g.K};
@@ -194,7 +194,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
         // the threads, 3-10x slower at 2 threads), so the filters are M and the taps N here.
         const gemm::Matrix<Wide<T>> gyt_rows{gy + m0 * g.K + grp * g.Kg, 1, g.K};
         const gemm::Output o{out, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
-        gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, taps, o, gemm::Epilogue<Acc>{}, threads,
+        gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, taps, o, gemm::Epilogue<Acc>{}, -1,
                        &gemm::kernel_for_values<T>());
       }
     }
