@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -17,7 +18,7 @@
 
 namespace hg::cuda::emu::runner {
 
-enum class State : uint8_t { ready, barrier, warp, done };
+enum class State : uint8_t { ready, barrier, warp, poll, done };
 
 struct PendingCopy {
   void* dst;
@@ -35,6 +36,8 @@ struct CudaThread {
   std::vector<PendingCopy> uncommitted;
   std::deque<std::vector<PendingCopy>> committed;  // oldest group first
   uintptr_t last_load = 0;                          // granule of the last plain load
+  bool (*poll)(const void*) = nullptr;              // State::poll: the condition waited for
+  const void* poll_ctx = nullptr;
 };
 
 struct WarpGroup {
@@ -112,6 +115,13 @@ class BlockRunner {
   }
   void warp_collective(CudaThread& t, uint32_t mask, const char* op, Combine combine, const void* in, void* out);
   void* smem() const { return smem_; }
+  SharedWindow window() const { return {smem_, kWindowBase, static_cast<uint32_t>(smem_bytes_)}; }
+  void wait_until(CudaThread& t, bool (*ready)(const void*), const void* ctx, const char* what);
+  void post_async(std::function<void()> job) { async_.push_back(std::move(job)); }
+  AsyncUnits& units();
+  unsigned threads() const { return n_; }
+  // Where dynamic shared memory starts in the shared window (see shared_window() in executor.h).
+  static constexpr uint32_t kWindowBase = 0x490;
   void access(CudaThread& t, uintptr_t a, size_t n, Access kind, const void* pc);
   void complete_async(uintptr_t a, size_t n);
   void record_error(std::exception_ptr e) { error_ = e; }
@@ -123,6 +133,8 @@ class BlockRunner {
  private:
   static void thread_main(void* arg);
   [[noreturn]] void deadlock();
+  bool release_polls();
+  void land_async(bool all);
   [[noreturn]] void report(const Hazard& h, const char* space, uintptr_t addr) const;
   [[noreturn]] void report_read(const char* check, const char* what, const Stamp& who, const char* space) const;
   std::string thread_name(uint64_t thread) const;
@@ -150,6 +162,10 @@ class BlockRunner {
   std::vector<uint32_t> wepoch_;
   std::mt19937_64 check_rng_;
   unsigned held_warp_ = 0, hold_rounds_ = 0;
+  // Asynchronous work not yet done, and the async units' state (both per block).
+  std::vector<std::function<void()>> async_;
+  std::shared_ptr<AsyncUnits> units_;
+  unsigned polling_ = 0;
 };
 
 // Marks a cp.async destination as written (the copy has landed) for the memory checks.

@@ -11,7 +11,7 @@ using cuuint64_t = uint64_t;
 enum CUresult { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1 };
 
 #define CU_TENSOR_MAP_NUM_QWORDS 16
-struct alignas(64) CUtensorMap_st {
+struct alignas(128) CUtensorMap_st {
   cuuint64_t opaque[CU_TENSOR_MAP_NUM_QWORDS];
 };
 using CUtensorMap = CUtensorMap_st;

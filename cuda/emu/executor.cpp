@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/emu/async_units.h"
 #include "cuda/emu/block_runner.h"
 #include "cuda/emu/fiber.h"
 #include "cuda/emu/racecheck.h"
@@ -64,6 +65,7 @@ void BlockRunner::thread_main(void* arg) {
   try {
     t_runner->body_.invoke(t_runner->body_.ctx);
     drain_copies(t);  // the hardware completes outstanding cp.async of an exiting thread
+    if (t_runner->units_) thread_exits(*t_runner->units_, t.linear);  // and its bulk stores
   } catch (...) {
     t_runner->record_error(std::current_exception());
   }
@@ -80,6 +82,9 @@ void BlockRunner::run(uint64_t b) {
   // that reads it before writing it fail visibly.
   if (smem_) std::memset(smem_, 0xff, smem_bytes_);
   for (auto& w : warps_) w.groups.clear();
+  async_.clear();
+  units_.reset();
+  polling_ = 0;
   block_linear_ = b;
   epoch_ = 0;
   std::fill(wepoch_.begin(), wepoch_.end(), 0u);
@@ -98,10 +103,16 @@ void BlockRunner::run(uint64_t b) {
   at_barrier_ = 0;
   std::mt19937_64 rng(splitmix(seed_ ^ splitmix(b + 1)));
   while (live_ > 0) {
+    if (!async_.empty()) land_async(false);
+    if (polling_ > 0) release_polls();
     ready_.clear();
     for (unsigned i = 0; i < n_; ++i)
       if (threads_[i].state == State::ready) ready_.push_back(&threads_[i]);
     if (ready_.empty()) {
+      if (!async_.empty()) {  // nothing else can move: the outstanding copies land
+        land_async(true);
+        continue;
+      }
       if (at_barrier_ != live_) deadlock();
       for (unsigned i = 0; i < n_; ++i)
         if (threads_[i].state == State::barrier) threads_[i].state = State::ready;
@@ -134,16 +145,58 @@ void BlockRunner::run(uint64_t b) {
       if (t->state == State::done) --live_;
     }
   }
+  land_async(true);
+}
+
+bool BlockRunner::release_polls() {
+  bool any = false;
+  for (unsigned i = 0; i < n_; ++i) {
+    CudaThread& t = threads_[i];
+    if (t.state != State::poll) continue;
+    t_thread = &t;  // a condition may read the waiting thread's identity
+    const bool ready = t.poll(t.poll_ctx);
+    t_thread = nullptr;
+    if (ready) {
+      t.state = State::ready;
+      --polling_;
+      any = true;
+    }
+  }
+  return any;
+}
+
+void BlockRunner::land_async(bool all) {
+  // A job may post more work (a copy completing on a barrier does not); take the list first.
+  std::vector<std::function<void()>> now, later;
+  for (auto& job : async_) (all || (check_rng_() & 1) ? now : later).push_back(std::move(job));
+  async_ = std::move(later);
+  try {
+    for (auto& job : now) job();
+  } catch (const std::exception& ex) {
+    throw Error(detail::concat(ex.what(), " [", where(), "]"));
+  }
+}
+
+void BlockRunner::wait_until(CudaThread& t, bool (*ready)(const void*), const void* ctx, const char* what) {
+  if (ready(ctx)) return;
+  t.state = State::poll;
+  t.poll = ready;
+  t.poll_ctx = ctx;
+  t.waiting_op = what;
+  ++polling_;
+  t.fiber.yield();  // the scheduler makes us ready once the condition holds
 }
 
 void BlockRunner::deadlock() {
   std::ostringstream os;
-  os << "cuda emulation: deadlock: " << at_barrier_ << " thread(s) wait at __syncthreads, " << (n_ - live_)
-     << " exited";
+  os << "cuda emulation: deadlock: " << at_barrier_ << " thread(s) wait at __syncthreads, " << polling_
+     << " in an mbarrier/warpgroup wait, " << (n_ - live_) << " exited";
   for (unsigned w = 0; w < warps_.size(); ++w)
     for (const WarpGroup& g : warps_[w].groups)
       os << "; warp " << w << " lanes " << hex(g.arrived) << " wait in " << g.op << " with member mask "
          << hex(g.mask) << " for lanes " << hex(g.mask & warps_[w].present & ~g.arrived);
+  for (unsigned i = 0; i < n_; ++i)
+    if (threads_[i].state == State::poll) os << "; thread " << dims(threads_[i].idx) << " waits in " << threads_[i].waiting_op;
   throw Error(detail::concat(os.str(), " [", where(), "]"));
 }
 
@@ -311,6 +364,40 @@ void* dynamic_shared_memory() {
 }
 
 unsigned lane_id() { return current_thread("lane_id").linear % 32; }
+unsigned thread_linear() { return current_thread("thread_linear").linear; }
+unsigned block_threads() {
+  current_thread("block_threads");
+  return t_runner->threads();
+}
+
+void wait_until(bool (*ready)(const void*), const void* ctx, const char* what) {
+  t_runner->wait_until(current_thread(what), ready, ctx, what);
+}
+
+void post_async(std::function<void()> job) {
+  current_thread("asynchronous work");
+  t_runner->post_async(std::move(job));
+}
+
+SharedWindow shared_window() {
+  current_thread("shared_window");
+  return t_runner->window();
+}
+
+uint32_t shared_window_address(const void* p) {
+  current_thread("a shared-window address");
+  const SharedWindow w = t_runner->window();
+  const auto a = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(w.host);
+  if (a < lo || a - lo > w.bytes)
+    fail(detail::concat("a shared-window address of ", p, ", which is not in the block's dynamic shared memory (",
+                        w.bytes, " bytes; the emulation gives window addresses to dynamic shared memory only)"));
+  return w.base + static_cast<uint32_t>(a - lo);
+}
+
+AsyncUnits& async_units() {
+  current_thread("the asynchronous units");
+  return t_runner->units();
+}
 
 void fail(const std::string& what) {
   if (!t_thread) throw Error("cuda emulation: " + what);

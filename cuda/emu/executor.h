@@ -8,9 +8,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "cuda/emu/runtime_api.h"
+#include "cuda/emu/shared_window.h"
 
 // The built-in variables, per CUDA thread: the scheduler sets them for each fiber it runs.
 extern thread_local uint3 threadIdx;
@@ -66,6 +68,28 @@ void warp_collective(uint32_t mask, const char* op, Combine combine, const void*
 void cp_async(void* dst, const void* src, unsigned cp_bytes, unsigned src_bytes);
 void cp_async_commit();
 void cp_async_wait(unsigned groups_left_pending);
+
+// A wait on a condition that other threads or asynchronous work make true (mbarrier phases,
+// warpgroup rendezvous, named barriers): the calling thread yields until ready(ctx) holds,
+// re-evaluated between scheduling rounds; when no thread can run, no barrier can open and no
+// asynchronous work is left to land, the block deadlocks and the report names `what`.
+void wait_until(bool (*ready)(const void* ctx), const void* ctx, const char* what);
+// Asynchronous work (a TMA copy): done at a later scheduling round drawn from the schedule's
+// generator, and at the latest when nothing else can make progress or the block ends; never
+// while the issuing thread still runs. The job must not touch a fiber's stack.
+void post_async(std::function<void()> job);
+// The block's dynamic shared memory as shared-window addresses (cuda/emu/shared_window.h).
+// They start at a base that is 16-byte aligned and not 128-byte aligned (as if the block had
+// static shared memory in front), so kernels that align their tiles must do so by address.
+SharedWindow shared_window();
+uint32_t shared_window_address(const void* p);
+// The calling thread's index in its block (x fastest) and the block's thread count.
+unsigned thread_linear();
+unsigned block_threads();
+// State of the asynchronous units (cuda/emu/async_units.cpp) for the running block: created
+// on first use, destroyed with the block.
+struct AsyncUnits;
+AsyncUnits& async_units();
 
 // Every load, store and atomic of kernel code (cuda/emu/memory_hooks.cpp), `pc` the
 // instruction after it: the racecheck/initcheck of cuda/emu/racecheck.h and the seeded
