@@ -3,9 +3,14 @@
 // multiply them with wgmma and write the epilogue from registers; persistent CTAs walk the
 // output tiles in hopper_tile()'s L2-friendly order. Contract and fallbacks: hopper_gemm.h.
 // claims: wgmma
+#if defined(HG_CUDA_EMULATION)
+#include "cuda/emu/driver_api.h"
+#else
 #include <cuda.h>  // CUtensorMap and its enums only: the encoder comes from the runtime
+#endif
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <type_traits>
 
@@ -16,8 +21,9 @@
 #include "framework/error.h"
 
 // The device code exists only in the sm_90a image; the sm_80 image gets empty kernels, which
-// the host never launches (it checks the device and the image's binary version first).
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// the host never launches (it checks the device and the image's binary version first). The
+// emulation runs it on an emulated sm_90 device (cuda/emu/async_units.cpp).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(HG_CUDA_EMULATION)
 #define HG_HOPPER_DEVICE_CODE 1
 #include "cuda/primitives/mbarrier.h"
 #include "cuda/primitives/tma.h"
@@ -66,11 +72,11 @@ __device__ __forceinline__ float load_bias(const Params& p, int64_t col) {
 template <class Out>
 __device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t col, float v0, float v1, float b0,
                                            float b1) {
-  v0 = fmaf(p.alpha, v0, b0);
-  v1 = fmaf(p.alpha, v1, b1);
+  v0 = std::fma(p.alpha, v0, b0);
+  v1 = std::fma(p.alpha, v1, b1);
   if (p.relu) {
-    v0 = fmaxf(v0, 0.0f);
-    v1 = fmaxf(v1, 0.0f);
+    v0 = std::fmax(v0, 0.0f);
+    v1 = std::fmax(v1, 0.0f);
   }
   if (col + 1 < p.N && p.pair_stores) {
     struct alignas(2 * sizeof(Out)) Pair { Out x, y; };
@@ -277,7 +283,14 @@ const char* hopper_gemm_device_refusal(int device) {
   static const char* verdict[64];
   static bool known[64] = {};
   if (device < 0 || device >= 64 || device >= device_count()) return "the device does not exist";
-  if (is_emulated()) return "the cuda devices are the CPU emulation, which has no wgmma/TMA";
+#if defined(HG_CUDA_EMULATION)
+  (void)mu;
+  (void)verdict;
+  (void)known;
+  cudaDeviceProp prop{};
+  HG_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop.major == 9 ? nullptr : "the emulated device is an sm_80 model (HG_EMU_CC=9.0 emulates an sm_90)";
+#else
   std::lock_guard<std::mutex> lock(mu);
   if (!known[device]) {
     cudaDeviceProp prop{};
@@ -297,6 +310,7 @@ const char* hopper_gemm_device_refusal(int device) {
     known[device] = true;
   }
   return verdict[device];
+#endif
 }
 
 const char* hopper_gemm_refusal(const HopperGemm& g) {

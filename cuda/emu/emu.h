@@ -25,5 +25,6 @@
 #define __constant__
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 inline void __syncthreads() { hg::cuda::emu::block_barrier(); }

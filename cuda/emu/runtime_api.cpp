@@ -5,6 +5,8 @@
 #include "cuda/emu/runtime_api.h"
 
 #include "cuda/emu/host_waits.h"
+#include "cuda/emu/tma_model.h"
+#include "framework/error.h"
 
 #include <unistd.h>
 
@@ -37,6 +39,23 @@ size_t default_memory_limit() {
 }
 
 constexpr int kDevices = 2;
+
+// Per device: 80 or 90; -1 until first asked (then HG_EMU_CC decides).
+std::atomic<int> g_cc[kDevices] = {-1, -1};
+
+int compute_capability(int device) {
+  int cc = g_cc[device].load();
+  if (cc > 0) return cc;
+  cc = 80;
+  if (const char* env = std::getenv("HG_EMU_CC"); env && *env) {
+    if (std::strcmp(env, "9.0") == 0) cc = 90;
+    else if (std::strcmp(env, "8.0") != 0)
+      throw hg::Error(hg::detail::concat("HG_EMU_CC='", env, "' is not an emulated compute capability; valid: 8.0, 9.0"));
+  }
+  int expected = -1;
+  g_cc[device].compare_exchange_strong(expected, cc);
+  return g_cc[device].load();
+}
 
 struct Block {
   size_t size;
@@ -106,10 +125,12 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return fail(cudaErrorInvalidValue);
   if (device < 0 || device >= kDevices) return fail(cudaErrorInvalidDevice);
   *prop = {};
-  std::strncpy(prop->name, "halfgrad CUDA emulation (sm_80 model)", sizeof(prop->name) - 1);
+  const int cc = compute_capability(device);
+  std::strncpy(prop->name, cc == 90 ? "halfgrad CUDA emulation (sm_90 model)" : "halfgrad CUDA emulation (sm_80 model)",
+               sizeof(prop->name) - 1);
   prop->totalGlobalMem = memory().limit;
   prop->sharedMemPerBlock = 48 * 1024;
-  prop->sharedMemPerBlockOptin = 163 * 1024;  // an A100's opt-in limit
+  prop->sharedMemPerBlockOptin = cc == 90 ? 227 * 1024 : 163 * 1024;  // an H100's / an A100's opt-in limit
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
   prop->maxThreadsDim[0] = 1024;
@@ -118,9 +139,28 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxGridSize[0] = 2147483647;
   prop->maxGridSize[1] = 65535;
   prop->maxGridSize[2] = 65535;
-  prop->major = 8;
-  prop->minor = 0;
-  prop->multiProcessorCount = 1;
+  prop->major = cc / 10;
+  prop->minor = cc % 10;
+  prop->multiProcessorCount = cc == 90 ? 2 : 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (!value) return fail(cudaErrorInvalidValue);
+  if (device < 0 || device >= kDevices) return fail(cudaErrorInvalidDevice);
+  if (attr != cudaDevAttrMultiProcessorCount) return fail(cudaErrorInvalidValue);
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, device);
+  *value = prop.multiProcessorCount;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** func, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+  if (!symbol || !func) return fail(cudaErrorInvalidValue);
+  const bool known = std::strcmp(symbol, "cuTensorMapEncodeTiled") == 0;
+  *func = known ? reinterpret_cast<void*>(&hg::cuda::emu::encode_tensor_map_tiled) : nullptr;
+  if (status) *status = known ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }
 
@@ -284,6 +324,14 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 }
 
 namespace hg::cuda::emu {
+
+void set_compute_capability(int device, int major, int minor) {
+  HG_CHECK(device >= 0 && device < kDevices, "cuda emulation: device ", device, " does not exist; valid: 0 to ", kDevices - 1);
+  HG_CHECK((major == 8 || major == 9) && minor == 0, "cuda emulation: compute capability ", major, ".", minor,
+           " is not emulated; valid: 8.0, 9.0");
+  g_cc[device].store(major * 10 + minor);
+}
+
 
 std::vector<std::pair<uintptr_t, uintptr_t>> device_ranges() {
   DeviceMemory& m = memory();

@@ -55,8 +55,9 @@ inline constexpr unsigned int cudaStreamNonBlocking = 0x01;
 inline constexpr unsigned int cudaEventDefault = 0x00;
 inline constexpr unsigned int cudaEventDisableTiming = 0x02;
 
-// The fields the backend reads; the emulated device describes an sm_80-class GPU, the
-// instruction set its primitives model.
+// The fields the backend reads; the emulated device describes an sm_80-class GPU by default,
+// or an sm_90 one (HG_EMU_CC=9.0, emu::set_compute_capability): the primitives model both
+// (sm_90's wgmma, TMA and mbarrier in cuda/emu/async_units.cpp).
 struct cudaDeviceProp {
   char name[256];
   size_t totalGlobalMem;
@@ -103,6 +104,19 @@ cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+
+// Driver entry points: the emulation has one, cuTensorMapEncodeTiled (cuda/emu/tma_model.h).
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2,
+};
+inline constexpr unsigned long long cudaEnableDefault = 0;
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** func, unsigned int cuda_version,
+                                             unsigned long long flags, cudaDriverEntryPointQueryResult* status);
+
 // The emulation has no 48 KiB default to opt out of: every size the launcher accepts runs.
 template <class Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int) {
@@ -110,6 +124,10 @@ cudaError_t cudaFuncSetAttribute(Kernel*, cudaFuncAttribute, int) {
 }
 
 namespace hg::cuda::emu {
+// The compute capability emulated cuda:device reports: 8.0 (the default; HG_EMU_CC=9.0 makes
+// every device an sm_90) or 9.0, which also raises the shared memory a block may opt in to
+// (227 KiB) and gives the device 2 SMs, so persistent grids stride. Throws hg::Error for others.
+void set_compute_capability(int device, int major, int minor);
 // Caps each emulated device's memory so tests can exercise out-of-memory paths; 0 restores
 // the default (half the host's physical memory).
 void set_memory_limit(size_t bytes);

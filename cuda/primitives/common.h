@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #if defined(HG_CUDA_EMULATION)
+#include "cuda/emu/async_ops.h"
 #include "cuda/emu/collectives.h"
 #include "cuda/emu/emu.h"
 #include "cuda/emu/executor.h"

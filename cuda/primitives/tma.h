@@ -2,11 +2,8 @@
 // CUtensorMap made on the host, copied to shared memory by one thread; the copy completes
 // on an mbarrier as a byte transaction (PTX ISA "Data Movement: cp.async.bulk.tensor").
 // Out-of-bounds elements of the box are written as zeros, so tiles at matrix borders need
-// no predicate. Native sm_90 only (not implemented by the CPU emulation).
+// no predicate. sm_90 natively; the emulation's model: cuda/emu/async_units.cpp, tma_model.h.
 #pragma once
-#if defined(HG_CUDA_EMULATION)
-#error "cuda/primitives/tma.h is sm_90-only; the CUDA emulation does not implement TMA"
-#endif
 #include "cuda/primitives/common.h"
 #include "cuda/primitives/mbarrier.h"
 
@@ -15,32 +12,50 @@ namespace hg::cuda {
 // prefetch.tensormap: pulls the descriptor (a __grid_constant__ kernel parameter) into the
 // cache ahead of the first copy that uses it.
 HG_DEVICE void tma_prefetch_descriptor(const void* tensor_map) {
+#if defined(HG_CUDA_EMULATION)
+  (void)tensor_map;  // a cache hint: nothing to model
+#else
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tensor_map)) : "memory");
+#endif
 }
 
 // cp.async.bulk.tensor.2d global -> shared: the box at element coordinates (c0 innermost,
 // c1) into smem_dst (aligned as the map's swizzle requires: 1024 bytes for 128B swizzle),
 // completing its bytes on `bar`.
 HG_DEVICE void tma_load_2d(void* smem_dst, const void* tensor_map, uint64_t* bar, int32_t c0, int32_t c1) {
+#if defined(HG_CUDA_EMULATION)
+  const int32_t c[2] = {c0, c1};
+  emu::tma_load(smem_dst, tensor_map, bar, c, 2);
+#else
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
           smem_address(smem_dst)),
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(smem_address(bar)), "r"(c0), "r"(c1)
       : "memory");
+#endif
 }
 
 // The same for a 3-D map (c2 outermost: the batch index of a batched matrix).
 HG_DEVICE void tma_load_3d(void* smem_dst, const void* tensor_map, uint64_t* bar, int32_t c0, int32_t c1,
                            int32_t c2) {
+#if defined(HG_CUDA_EMULATION)
+  const int32_t c[3] = {c0, c1, c2};
+  emu::tma_load(smem_dst, tensor_map, bar, c, 3);
+#else
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
           "r"(smem_address(smem_dst)),
       "l"(reinterpret_cast<uint64_t>(tensor_map)), "r"(smem_address(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
+#endif
 }
 
 // fence.proxy.async.shared::cta: orders this thread's generic-proxy accesses to shared
 // memory with later async-proxy ones (TMA, wgmma operand reads), e.g. after mbarrier init.
-HG_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+HG_DEVICE void fence_proxy_async_shared() {
+#if !defined(HG_CUDA_EMULATION)  // one address space in the emulation
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
 
 }  // namespace hg::cuda

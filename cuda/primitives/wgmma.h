@@ -6,11 +6,10 @@
 // The accumulator fragment of m64nNk16 (f32): thread t of the warpgroup, warp w = t / 32,
 // lane l = t % 32, holds d[4 j + i] = D[16 w + l / 4 + 8 (i / 2)][8 j + 2 (l % 4) + i % 2],
 // j < N / 8, i < 4 (the mma.sync m16n8 C layout repeated along N).
-// Also the register reallocation between warpgroups (setmaxnreg). Native sm_90a only.
+// Also the register reallocation between warpgroups (setmaxnreg). sm_90a natively; the
+// emulation queues each wgmma and runs it at the wait_group that retires it
+// (cuda/emu/async_units.cpp), reading its operands through cuda/emu/wgmma_model.h.
 #pragma once
-#if defined(HG_CUDA_EMULATION)
-#error "cuda/primitives/wgmma.h is sm_90a-only; the CUDA emulation does not implement wgmma"
-#endif
 #include "cuda/primitives/common.h"
 #include "cuda/primitives/wgmma_desc.h"
 
@@ -18,22 +17,42 @@ namespace hg::cuda {
 
 // wgmma.fence: orders earlier register writes (of the accumulators) and shared-memory
 // writes before the wgmma that reads them; needed before the first wgmma of a sequence.
-HG_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+HG_DEVICE void wgmma_fence() {
+#if !defined(HG_CUDA_EMULATION)  // the emulation runs a wgmma only at its wait_group
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+}
 
 // wgmma.commit_group: closes the warpgroup's open group of issued wgmma instructions.
-HG_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+HG_DEVICE void wgmma_commit() {
+#if defined(HG_CUDA_EMULATION)
+  emu::wgmma_commit();
+#else
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
+}
 
 // wgmma.wait_group N: waits until at most N committed groups are pending; only then may the
 // accumulators be read and the shared memory the finished groups read be overwritten.
 template <int N>
 HG_DEVICE void wgmma_wait() {
   static_assert(N >= 0 && N <= 7, "wgmma.wait_group takes 0..7");
+#if defined(HG_CUDA_EMULATION)
+  emu::wgmma_wait(N);
+#else
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
 }
 
 // Keeps the compiler from moving reads or writes of an accumulator register across the
 // asynchronous wgmma boundaries (no instruction is emitted).
-HG_DEVICE void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+HG_DEVICE void wgmma_fence_operand(float& r) {
+#if defined(HG_CUDA_EMULATION)
+  (void)r;
+#else
+  asm volatile("" : "+f"(r)::"memory");
+#endif
+}
 
 // setmaxnreg.inc / .dec: the warpgroup's per-thread register budget grows to / shrinks to
 // N (a multiple of 8 in 24..256); all warps of the warpgroup must execute it. A producer
@@ -41,18 +60,29 @@ HG_DEVICE void wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memor
 template <int N>
 HG_DEVICE void warpgroup_reg_alloc() {
   static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in 24..256");
+#if !defined(HG_CUDA_EMULATION)  // registers are not modelled
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+#endif
 }
 template <int N>
 HG_DEVICE void warpgroup_reg_dealloc() {
   static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg takes a multiple of 8 in 24..256");
+#if !defined(HG_CUDA_EMULATION)
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+#endif
 }
 
 // D (64 x 128, f32) = A (64 x 16) * B (16 x 128) + (accumulate ? D : 0), A and B f16 or
 // bf16, both K-major in shared memory (imm-trans-a = imm-trans-b = 0), unscaled (imm-scale
 // 1). accumulate is the scale-d predicate: false starts a fresh sum.
 // One definition for both input types (the instruction differs only in its type suffix).
+#if defined(HG_CUDA_EMULATION)
+#define HG_WGMMA_M64N128K16(name, ab_types)                                                          \
+  HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {             \
+    emu::wgmma_issue(ab_types[0] == 'f' ? emu::WgmmaType::f16 : emu::WgmmaType::bf16, 128, a_desc, false, b_desc, \
+                     false, accumulate, d);                                                           \
+  }
+#else
 #define HG_WGMMA_M64N128K16(name, ab_types)                                                              \
   HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {                 \
     asm volatile(                                                                                         \
@@ -76,6 +106,7 @@ HG_DEVICE void warpgroup_reg_dealloc() {
           "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])        \
         : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));                                   \
   }
+#endif
 
 HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16")
 HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16")
