@@ -1,7 +1,6 @@
-// The wgmma operand model (cuda/emu/wgmma_model.h) against the PTX ISA: hand-derived addresses
-// from the ISA's layout figures, products checked against a plain f64 GEMM of operands placed
-// by the ISA's canonical-layout table evaluated here generically, and the Hopper GEMM's own
-// descriptors reading TMA-swizzled tiles.
+// The wgmma operand model (cuda/emu/wgmma_model.h) against the PTX ISA: addresses hand-derived
+// from the ISA's figures, products vs an f64 GEMM of operands placed by the ISA's layout table
+// (evaluated here generically), and the Hopper GEMM's descriptors reading TMA-swizzled tiles.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -147,9 +146,12 @@ void check_product(Acc& acc, const std::vector<uint16_t>& a, const std::vector<u
         mag += std::fabs(t);
       }
       const float got = acc.at(r, c);
-      INFO("D[" << r << "][" << c << "] = " << got << ", f64 reference " << ref);
-      REQUIRE(std::fabs(got - ref) <= mag * 0x1p-23 + 1e-30);
+      if (!(std::fabs(got - ref) <= mag * 0x1p-23 + 1e-30)) {  // one assertion per product keeps the test fast
+        INFO("D[" << r << "][" << c << "] = " << got << ", f64 reference " << ref);
+        REQUIRE(std::fabs(got - ref) <= mag * 0x1p-23 + 1e-30);
+      }
     }
+  SUCCEED("all " << 64 * acc.N << " outputs match");
 }
 
 }  // namespace
