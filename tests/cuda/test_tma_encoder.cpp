@@ -2,7 +2,7 @@
 // documented requirements: what the Hopper GEMM encodes is accepted, each violation refused.
 #include <catch2/catch.hpp>
 
-#include <cuda.h>
+#include "cuda/emu/driver_api.h"
 
 #include <algorithm>
 #include <cstring>

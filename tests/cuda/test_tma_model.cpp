@@ -3,7 +3,7 @@
 // Formula and Index Relation"), out-of-bounds fills, stores, and the copies' refusals.
 #include <catch2/catch.hpp>
 
-#include <cuda.h>
+#include "cuda/emu/driver_api.h"
 
 #include <algorithm>
 #include <cstring>
