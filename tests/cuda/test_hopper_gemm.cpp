@@ -1,7 +1,7 @@
 // hopper_gemm (cuda/hopper_gemm.h): its tile walk and wgmma descriptor bits on the host in
-// every CUDA build; on an sm_90 GPU the kernel against the CPU's f64 bmm of the same
-// rounded inputs with the epilogue applied in f64, outputs poisoned first. Elsewhere (no
-// GPU, the emulation, pre-Hopper) the kernel tests skip with the reason.
+// every CUDA build; on an sm_90 GPU, or the emulation's sm_90 model, the kernel against the
+// CPU's f64 bmm of the same rounded inputs with the epilogue applied in f64, outputs poisoned
+// first. Elsewhere (no GPU, a pre-Hopper GPU) the kernel tests skip with the reason.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "cuda/hopper_gemm.h"
 #include "cuda/primitives/wgmma_desc.h"
 #include "ops/matmul_kernels.h"
+#include "tests/cuda/emulated_sm90.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
 
@@ -77,6 +78,7 @@ Tensor apply_epilogue(const Tensor& ref64, const Epilogue& e, const Tensor& bias
 
 TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][hopper][matmul]") {
   HG_REQUIRE_CUDA();
+  const test::EmulatedSm90 sm90;
   if (const char* why = cuda::hopper_gemm_device_refusal(0)) HG_SKIP(std::string("hopper_gemm cannot run: ") + why);
   struct Case {
     int64_t B, M, N, K;
@@ -142,6 +144,7 @@ TEST_CASE("hopper_gemm declines what TMA cannot load and leaves the output alone
 
 TEST_CASE("hopper_gemm rejects arguments that are wrong for any GEMM", "[cuda][hopper]") {
   HG_REQUIRE_CUDA();
+  const test::EmulatedSm90 sm90;
   if (const char* why = cuda::hopper_gemm_device_refusal(0)) HG_SKIP(std::string("hopper_gemm cannot run: ") + why);
   const Tensor a = test::random_cpu({1, 128, 128}, f16, 1).to(kCuda);
   Tensor out = test::poisoned({1, 128, 128}, f16, kCuda);
