@@ -36,7 +36,11 @@ TEST_CASE("cuda bmm on an sm_90 runs the Hopper kernel and equals the CPU's", "[
     bool b_k_contiguous, broadcast_b;
   };
   // 256 x 256 outputs and more: the plan copies an operand only for products that large.
-  const Case cases[] = {{2, 256, 192, 320, true, false}, {1, 300, 136, 264, false, false}, {3, 256, 128, 256, false, true}};
+  // K = 1000: 16 k-blocks go round the 6-stage ring more than twice.
+  const Case cases[] = {{2, 256, 192, 320, true, false},
+                        {1, 300, 136, 264, false, false},
+                        {3, 256, 128, 256, false, true},
+                        {1, 128, 1000, 192, true, false}};
   uint64_t seed = 40;
   for (const Case& c : cases) {
     for (DType dt : {DType::f16, DType::bf16}) {
