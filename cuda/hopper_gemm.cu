@@ -16,6 +16,7 @@
 
 #include "cuda/device_types.h"
 #include "cuda/hopper_gemm.h"
+#include "cuda/kernel_log.h"
 #include "cuda/launch.h"
 #include "cuda/primitives/shared_memory.h"
 #include "framework/error.h"
@@ -25,7 +26,9 @@
 // emulation runs it on an emulated sm_90 device (cuda/emu/async_units.cpp).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(HG_CUDA_EMULATION)
 #define HG_HOPPER_DEVICE_CODE 1
+#include "cuda/primitives/barrier.h"
 #include "cuda/primitives/mbarrier.h"
+#include "cuda/primitives/smem_swizzle.h"
 #include "cuda/primitives/tma.h"
 #include "cuda/primitives/wgmma.h"
 #endif
@@ -33,16 +36,29 @@
 namespace hg::cuda {
 namespace {
 
-// A stage holds a 128 x 64 tile of A and a 128 x 64 tile of B (N x K), each row 64 16-bit
-// elements = 128 bytes, which is exactly one row of the 128-byte swizzle TMA writes and
-// wgmma reads. 6 stages x 32 KiB = 192 KiB of the 227 KiB an sm_90 block may use.
-constexpr int kTileK = 64, kStages = 6;
+// A stage holds a 128 x 64 tile of A and a 128 x 64 tile of B, each 16 KiB. A's rows (M) are
+// 64 16-bit K-elements = 128 bytes, exactly one row of the 128-byte swizzle TMA writes and
+// wgmma reads. B is stored the same way when it is K-contiguous; when it is N-contiguous
+// (b_n_major) the stage holds two boxes of 64 K-rows x 64 N-elements (128 bytes), which
+// wgmma reads MN-major. Behind the stages, each consumer warpgroup has a staging tile for its
+// 64 x 128 part of the output (64 rows x 128 bytes per box, 128B-swizzled, for the TMA store):
+// 16 KiB for 16-bit outputs, 32 KiB for f32, so f32 outputs get 5 stages instead of 6
+// (227 KiB is what an sm_90 block may use).
+constexpr int kTileK = 64;
 constexpr int kTileABytes = kHopperTileM * kTileK * 2, kTileBBytes = kHopperTileN * kTileK * 2;
 constexpr int kStageBytes = kTileABytes + kTileBBytes;
+constexpr int kBoxBytes = 64 * 128;  // a 64-row box of 128-byte rows: the unit TMA moves here
 constexpr int kConsumers = 2, kWarpgroup = 128, kThreads = (1 + kConsumers) * kWarpgroup;
+template <class Out>
+constexpr int kStages = sizeof(Out) == 4 ? 5 : 6;
+template <class Out>
+constexpr int kStagingBytes = 64 * kHopperTileN * static_cast<int>(sizeof(Out));  // per consumer
 // 1024: the swizzle pattern repeats every 8 rows of 128 bytes, and TMA and the descriptors
 // assume a tile starts at that alignment; dynamic shared memory is only 16-byte aligned.
-constexpr size_t kSharedBytes = 1024 + size_t{kStages} * kStageBytes + 2 * kStages * sizeof(uint64_t);
+template <class Out>
+constexpr size_t kSharedBytes = 1024 + size_t{kStages<Out>} * kStageBytes + size_t{kConsumers} * kStagingBytes<Out> +
+                                2 * kStages<Out> * sizeof(uint64_t);
+static_assert(kSharedBytes<half> <= 227 * 1024 && kSharedBytes<float> <= 227 * 1024);
 
 enum class BiasKind : int { none, f32, f16, bf16 };
 
@@ -51,7 +67,8 @@ struct Params {
   bool a_batched, b_batched;
   void* c;
   int64_t ldc, batch_stride_c;
-  bool pair_stores;  // c, ldc and batch_stride_c allow 2-element stores
+  bool staged_store;  // C takes TMA stores (map_c is valid); otherwise direct stores
+  bool pair_stores;   // direct stores: c, ldc and batch_stride_c allow 2-element stores
   float alpha;
   const void* bias;
   BiasKind bias_kind;
@@ -68,34 +85,43 @@ __device__ __forceinline__ float load_bias(const Params& p, int64_t col) {
   }
 }
 
-// relu?(fma(alpha, acc, bias)) rounded once to Out; the two values are columns col, col + 1.
+// relu?(fma(alpha, acc, bias)) in f32, before the one rounding to the output type.
+__device__ __forceinline__ float epilogue(const Params& p, float acc, float bias) {
+  const float v = ::fmaf(p.alpha, acc, bias);
+  return p.relu ? ::fmaxf(v, 0.0f) : v;
+}
+
 template <class Out>
-__device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t col, float v0, float v1, float b0,
-                                           float b1) {
-  v0 = std::fma(p.alpha, v0, b0);
-  v1 = std::fma(p.alpha, v1, b1);
-  if (p.relu) {
-    v0 = std::fmax(v0, 0.0f);
-    v1 = std::fmax(v1, 0.0f);
-  }
+struct alignas(2 * sizeof(Out)) OutPair {
+  Out x, y;
+};
+
+// Direct stores (C not TMA-storable): the two values are columns col, col + 1.
+template <class Out>
+__device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t col, float v0, float v1) {
   if (col + 1 < p.N && p.pair_stores) {
-    struct alignas(2 * sizeof(Out)) Pair { Out x, y; };
-    *reinterpret_cast<Pair*>(dst) = Pair{dev_store<Out>(v0), dev_store<Out>(v1)};
+    *reinterpret_cast<OutPair<Out>*>(dst) = OutPair<Out>{dev_store<Out>(v0), dev_store<Out>(v1)};
   } else {
     if (col < p.N) dst[0] = dev_store<Out>(v0);
     if (col + 1 < p.N) dst[1] = dev_store<Out>(v1);
   }
 }
 
-template <class In>
+template <class In, bool BNMajor>
 __device__ __forceinline__ void wgmma_64x128x16(float acc[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
-  if constexpr (std::is_same_v<In, half>) wgmma_m64n128k16_f16(acc, a_desc, b_desc, accumulate);
-  else wgmma_m64n128k16_bf16(acc, a_desc, b_desc, accumulate);
+  if constexpr (std::is_same_v<In, half>) {
+    if constexpr (BNMajor) wgmma_m64n128k16_f16_bmn(acc, a_desc, b_desc, accumulate);
+    else wgmma_m64n128k16_f16(acc, a_desc, b_desc, accumulate);
+  } else {
+    if constexpr (BNMajor) wgmma_m64n128k16_bf16_bmn(acc, a_desc, b_desc, accumulate);
+    else wgmma_m64n128k16_bf16(acc, a_desc, b_desc, accumulate);
+  }
 }
 
-// The producer: one thread issues both TMA copies of each stage once the consumers have
+// The producer: one thread issues the TMA copies of each stage once the consumers have
 // released it; the full barrier completes when its one arrival and the stage's bytes land
 // (out-of-bounds box elements are zero-filled and still count as transferred bytes).
+template <bool BNMajor, int Stages>
 __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                         uint8_t* smem_a, uint8_t* smem_b, uint64_t* full, uint64_t* empty) {
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
@@ -109,9 +135,15 @@ __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_
       mbarrier_wait(&empty[stage], phase ^ 1);
       mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
       const auto k0 = static_cast<int32_t>(kb * kTileK);
+      uint8_t* b_stage = smem_b + stage * kTileBBytes;
       tma_load_3d(smem_a + stage * kTileABytes, map_a, &full[stage], k0, m0, za);
-      tma_load_3d(smem_b + stage * kTileBBytes, map_b, &full[stage], k0, n0, zb);
-      if (++stage == kStages) {
+      if constexpr (BNMajor) {  // two boxes of 64 N-columns, each 64 K-rows deep
+        tma_load_3d(b_stage, map_b, &full[stage], n0, k0, zb);
+        tma_load_3d(b_stage + kBoxBytes, map_b, &full[stage], n0 + 64, k0, zb);
+      } else {
+        tma_load_3d(b_stage, map_b, &full[stage], k0, n0, zb);
+      }
+      if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
       }
@@ -119,14 +151,77 @@ __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_
   }
 }
 
+// Each thread's accumulators through the epilogue into the consumer's staging tile, then one
+// thread stores the tile with TMA (out-of-bounds rows and columns are clipped by the store).
+// The staging tile is boxes of 64 rows x 128 bytes (64 16-bit or 32 f32 columns), each
+// 128B-swizzled as the C map says, which also spreads a warp's 8 rows over all 32 banks.
+template <class Out>
+__device__ __forceinline__ void store_staged(const Params& p, const CUtensorMap* map_c, const HopperTile& tile,
+                                             int consumer, const float (&acc)[64], uint8_t* staging) {
+  constexpr int kBoxCols = 128 / static_cast<int>(sizeof(Out));
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
+  const unsigned bar = 1 + consumer;  // named barrier of this warpgroup (0 is __syncthreads)
+  if (t == 0) tma_store_wait_read<0>();  // the previous tile's store has read the staging tile
+  named_barrier_sync(bar, kWarpgroup);
+  const int64_t col0 = tile.tile_n * kHopperTileN;
+#pragma unroll
+  for (int j = 0; j < kHopperTileN / 8; ++j) {
+    const int col = 8 * j + 2 * (lane % 4);
+    const float b0 = col0 + col < p.N ? load_bias(p, col0 + col) : 0.0f;
+    const float b1 = col0 + col + 1 < p.N ? load_bias(p, col0 + col + 1) : 0.0f;
+    uint8_t* box = staging + (col / kBoxCols) * kBoxBytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = warp * 16 + lane / 4 + 8 * h;
+      const auto offset = static_cast<uint32_t>(row * 128 + (col % kBoxCols) * static_cast<int>(sizeof(Out)));
+      *reinterpret_cast<OutPair<Out>*>(box + swizzle_smem_address(offset, 128)) = OutPair<Out>{
+          dev_store<Out>(epilogue(p, acc[4 * j + 2 * h], b0)), dev_store<Out>(epilogue(p, acc[4 * j + 2 * h + 1], b1))};
+    }
+  }
+  fence_proxy_async_shared();  // this thread's writes, before the async proxy's store reads them
+  named_barrier_sync(bar, kWarpgroup);
+  if (t == 0) {
+    const auto row0 = static_cast<int32_t>(tile.tile_m * kHopperTileM + consumer * 64);
+#pragma unroll
+    for (int b = 0; b < kHopperTileN / kBoxCols; ++b)
+      tma_store_3d(map_c, staging + b * kBoxBytes, static_cast<int32_t>(col0 + b * kBoxCols), row0,
+                   static_cast<int32_t>(tile.z));
+    tma_store_commit();
+  }
+}
+
+// Fallback epilogue: thread (warp, lane) holds rows r0 and r0 + 8, columns 8 j + 2 (lane % 4)
+// + {0, 1}, and stores them where they go.
+template <class Out>
+__device__ __forceinline__ void store_direct(const Params& p, const HopperTile& tile, int consumer,
+                                             const float (&acc)[64]) {
+  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
+  const int64_t r0 = tile.tile_m * kHopperTileM + consumer * 64 + warp * 16 + lane / 4;
+  Out* c = static_cast<Out*>(p.c) + tile.z * p.batch_stride_c;
+  // Fully unrolled, so that acc stays in registers (a runtime index would put it in memory).
+#pragma unroll
+  for (int j = 0; j < kHopperTileN / 8; ++j) {
+    const int64_t col = tile.tile_n * kHopperTileN + 8 * j + 2 * (lane % 4);
+    if (col >= p.N) continue;
+    const float b0 = load_bias(p, col), b1 = col + 1 < p.N ? load_bias(p, col + 1) : 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = r0 + 8 * h;
+      if (row < p.M)
+        store_pair<Out>(p, c + row * p.ldc + col, col, epilogue(p, acc[4 * j + 2 * h], b0),
+                        epilogue(p, acc[4 * j + 2 * h + 1], b1));
+    }
+  }
+}
+
 // A consumer warpgroup computes rows [64 * consumer, 64 * consumer + 64) of each tile: per
 // stage four k16 wgmmas, one commit group; the group of the previous stage is waited for
 // (wait_group 1) before that stage is handed back, so one stage of MMAs is always in flight.
-template <class In, class Out>
-__device__ __forceinline__ void consume(const Params& p, int consumer, uint8_t* smem_a, uint8_t* smem_b,
-                                        uint64_t* full, uint64_t* empty) {
+template <class In, class Out, bool BNMajor>
+__device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_c, int consumer, uint8_t* smem_a,
+                                        uint8_t* smem_b, uint8_t* staging, uint64_t* full, uint64_t* empty) {
+  constexpr int Stages = kStages<Out>;
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
-  const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
   const uint32_t a_base = smem_address(smem_a) + consumer * 64 * 128, b_base = smem_address(smem_b);
   float acc[64];
   int stage = 0;
@@ -141,16 +236,18 @@ __device__ __forceinline__ void consume(const Params& p, int consumer, uint8_t* 
       for (float& r : acc) wgmma_fence_operand(r);
       wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < kTileK / 16; ++ks)
-        wgmma_64x128x16<In>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), wgmma_kmajor_sw128_descriptor(b_addr, ks),
-                            kb > 0 || ks > 0);
+      for (int ks = 0; ks < kTileK / 16; ++ks) {
+        const uint64_t b_desc = BNMajor ? wgmma_mnmajor_sw128_descriptor(b_addr, ks, kBoxBytes)
+                                        : wgmma_kmajor_sw128_descriptor(b_addr, ks);
+        wgmma_64x128x16<In, BNMajor>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), b_desc, kb > 0 || ks > 0);
+      }
       wgmma_commit();
 #pragma unroll
       for (float& r : acc) wgmma_fence_operand(r);
       wgmma_wait<1>();
       if (prev >= 0) mbarrier_arrive(&empty[prev]);
       prev = stage;
-      if (++stage == kStages) {
+      if (++stage == Stages) {
         stage = 0;
         phase ^= 1;
       }
@@ -159,44 +256,34 @@ __device__ __forceinline__ void consume(const Params& p, int consumer, uint8_t* 
 #pragma unroll
     for (float& r : acc) wgmma_fence_operand(r);
     mbarrier_arrive(&empty[prev]);
-
-    // Thread (warp, lane) holds rows r0 and r0 + 8, columns 8 j + 2 (lane % 4) + {0, 1}.
-    const int64_t r0 = tile.tile_m * kHopperTileM + consumer * 64 + warp * 16 + lane / 4;
-    Out* c = static_cast<Out*>(p.c) + tile.z * p.batch_stride_c;
-    // Fully unrolled, so that acc stays in registers (a runtime index would put it in memory).
-#pragma unroll
-    for (int j = 0; j < kHopperTileN / 8; ++j) {
-      const int64_t col = tile.tile_n * kHopperTileN + 8 * j + 2 * (lane % 4);
-      if (col >= p.N) continue;
-      const float b0 = load_bias(p, col), b1 = col + 1 < p.N ? load_bias(p, col + 1) : 0.0f;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t row = r0 + 8 * h;
-        if (row < p.M) store_pair<Out>(p, c + row * p.ldc + col, col, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], b0, b1);
-      }
-    }
+    if (p.staged_store) store_staged<Out>(p, map_c, tile, consumer, acc, staging);
+    else store_direct<Out>(p, tile, consumer, acc);
   }
+  // The last tile's store must have read the staging tile before the block's shared memory goes.
+  if (p.staged_store && threadIdx.x % kWarpgroup == 0) tma_store_wait_read<0>();
 }
 #endif
 
-template <class In, class Out>
+template <class In, class Out, bool BNMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                       const Params p) {
+                       const __grid_constant__ CUtensorMap map_c, const Params p) {
 #if defined(HG_HOPPER_DEVICE_CODE)
   // Register budgets after setmaxnreg: 40 + 2 x 232 per thread-slot of 128 = 504 <= 3 x 168
   // (65536 registers / 384 threads, rounded down to 8), what __launch_bounds__ gives at entry.
-  constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  constexpr int kProducerRegs = 40, kConsumerRegs = 232, Stages = kStages<Out>;
   uint8_t* raw = dynamic_shared_memory<uint8_t>();
   uint8_t* smem_a = raw + ((1024u - (smem_address(raw) & 1023u)) & 1023u);
-  uint8_t* smem_b = smem_a + kStages * kTileABytes;
-  auto* full = reinterpret_cast<uint64_t*>(smem_b + kStages * kTileBBytes);
-  uint64_t* empty = full + kStages;
+  uint8_t* smem_b = smem_a + Stages * kTileABytes;
+  uint8_t* staging = smem_b + Stages * kTileBBytes;
+  auto* full = reinterpret_cast<uint64_t*>(staging + kConsumers * kStagingBytes<Out>);
+  uint64_t* empty = full + Stages;
   const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(&map_a);
     tma_prefetch_descriptor(&map_b);
-    for (int s = 0; s < kStages; ++s) {
+    if (p.staged_store) tma_prefetch_descriptor(&map_c);
+    for (int s = 0; s < Stages; ++s) {
       mbarrier_init(&full[s], 1);                         // the producer's arrive_expect_tx
       mbarrier_init(&empty[s], kConsumers * kWarpgroup);  // every consumer thread
     }
@@ -206,10 +293,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (warpgroup == 0) {
     warpgroup_reg_dealloc<kProducerRegs>();
-    if (threadIdx.x == 0) produce(p, &map_a, &map_b, smem_a, smem_b, full, empty);
+    if (threadIdx.x == 0) produce<BNMajor, Stages>(p, &map_a, &map_b, smem_a, smem_b, full, empty);
   } else {
     warpgroup_reg_alloc<kConsumerRegs>();
-    consume<In, Out>(p, warpgroup - 1, smem_a, smem_b, full, empty);
+    const int consumer = warpgroup - 1;
+    consume<In, Out, BNMajor>(p, &map_c, consumer, smem_a, smem_b, staging + consumer * kStagingBytes<Out>, full,
+                              empty);
   }
 #endif
 }
@@ -235,45 +324,99 @@ EncodeTiled encode_tiled() {
   return fn;
 }
 
-// A [batches, rows, K] operand, K contiguous, as a 3-D map with a 64 x 128 x 1 box and
-// 128-byte swizzle (the box's inner extent, 64 x 2 bytes, equals the swizzle span, as the
-// driver requires). A broadcast operand gets one batch and coordinate 0.
-CUtensorMap operand_map(DType dt, const void* p, int64_t rows, int64_t K, int64_t ld, int64_t batches,
-                        int64_t batch_stride, int box_rows) {
+// A 3-D tensor map with 128-byte swizzle: dims innermost first, strides (bytes) of dims 1 and
+// 2, a box whose inner extent is 128 bytes (the swizzle span, which the driver requires the
+// inner extent not to exceed; the kernel's tiles are made of such rows).
+CUtensorMap tensor_map(DType dt, const void* p, const cuuint64_t (&dims)[3], const cuuint64_t (&strides)[2],
+                       const cuuint32_t (&box)[3], const char* what) {
   CUtensorMap map{};
-  const bool batched = batch_stride != 0;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(batched ? batches : 1)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
-                                 static_cast<cuuint64_t>(batched ? batch_stride : ld * rows) * 2};
-  const cuuint32_t box[3] = {kTileK, static_cast<cuuint32_t>(box_rows), 1}, element_strides[3] = {1, 1, 1};
-  const CUresult r = encode_tiled()(&map, dt == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                                    3, const_cast<void*>(p), dims, strides, box, element_strides,
+  const CUtensorMapDataType type = dt == DType::f16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                   : dt == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult r = encode_tiled()(&map, type, 3, const_cast<void*>(p), dims, strides, box, element_strides,
                                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  HG_CHECK(r == CUDA_SUCCESS, "hopper_gemm: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r),
-           " for a ", rows, " x ", K, " operand (ld ", ld, ", ", batches, " batch(es), batch stride ", batch_stride, ")");
+  HG_CHECK(r == CUDA_SUCCESS, "hopper_gemm: cuTensorMapEncodeTiled failed with CUresult ", static_cast<int>(r), " for ",
+           what, " (dims ", dims[0], " x ", dims[1], " x ", dims[2], ", strides ", strides[0], " and ", strides[1],
+           " bytes)");
   return map;
+}
+
+// An operand's batch dimension: one batch (coordinate 0) when it is broadcast.
+struct BatchDim {
+  cuuint64_t count, stride_bytes;
+};
+BatchDim batch_dim(int64_t batches, int64_t batch_stride, int64_t matrix_elements, int64_t element_bytes) {
+  const bool batched = batch_stride != 0 && batches > 1;
+  return {static_cast<cuuint64_t>(batched ? batches : 1),
+          static_cast<cuuint64_t>((batched ? batch_stride : matrix_elements) * element_bytes)};
+}
+
+// A [batches, rows, K] operand, K contiguous: boxes of 64 K-elements x box_rows rows.
+CUtensorMap k_major_map(DType dt, const void* p, int64_t rows, int64_t K, int64_t ld, int64_t batches,
+                        int64_t batch_stride, int box_rows) {
+  const BatchDim z = batch_dim(batches, batch_stride, ld * rows, 2);
+  return tensor_map(dt, p, {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(rows), z.count},
+                    {static_cast<cuuint64_t>(ld) * 2, z.stride_bytes}, {kTileK, static_cast<cuuint32_t>(box_rows), 1},
+                    "a K-major operand");
+}
+
+// B as [batches, K, N], N contiguous: boxes of 64 N-elements x 64 K-rows.
+CUtensorMap n_major_map(const HopperGemm& g) {
+  const BatchDim z = batch_dim(g.batches, g.batch_stride_b, g.ldb * g.K, 2);
+  return tensor_map(g.ab_dtype, g.b, {static_cast<cuuint64_t>(g.N), static_cast<cuuint64_t>(g.K), z.count},
+                    {static_cast<cuuint64_t>(g.ldb) * 2, z.stride_bytes}, {64, kTileK, 1}, "B (N-major)");
+}
+
+// C as [batches, M, N]: boxes of 128 bytes of a row (64 16-bit or 32 f32 values) x 64 rows,
+// one consumer warpgroup's rows.
+CUtensorMap output_map(const HopperGemm& g) {
+  const auto es = static_cast<int64_t>(dtype_size(g.c_dtype));
+  const BatchDim z = batch_dim(g.batches, g.batch_stride_c, g.ldc * g.M, es);
+  return tensor_map(g.c_dtype, g.c, {static_cast<cuuint64_t>(g.N), static_cast<cuuint64_t>(g.M), z.count},
+                    {static_cast<cuuint64_t>(g.ldc * es), z.stride_bytes},
+                    {static_cast<cuuint32_t>(128 / es), 64, 1}, "C");
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-template <class In, class Out>
+// Whether TMA can store C: 16-byte aligned, row and batch strides whole multiples of 16
+// bytes, every batch its own matrix.
+bool output_storable(const HopperGemm& g) {
+  const auto es = static_cast<int64_t>(dtype_size(g.c_dtype));
+  const bool batches_ok = g.batches == 1 || (g.batch_stride_c > 0 && g.batch_stride_c * es % 16 == 0);
+  return aligned16(g.c) && g.ldc * es % 16 == 0 && batches_ok;
+}
+
+template <class In, class Out, bool BNMajor>
 void run(const HopperGemm& g, const Params& p, int sms) {
-  const CUtensorMap map_a = operand_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a, kHopperTileM);
-  const CUtensorMap map_b = operand_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b, kHopperTileN);
+  const CUtensorMap map_a = k_major_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a, kHopperTileM);
+  const CUtensorMap map_b = BNMajor ? n_major_map(g)
+                                    : k_major_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b,
+                                                  kHopperTileN);
+  const CUtensorMap map_c = p.staged_store ? output_map(g) : CUtensorMap{};
   const auto grid = static_cast<unsigned>(std::min<int64_t>(p.tiles, sms));
-  launch(hopper_gemm_kernel<In, Out>,
-         {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes, .stream = current_stream(g.device),
-          .name = "hopper_gemm"},
-         map_a, map_b, p);
+  static const char* const names[2][2] = {
+      {kernel_label("hopper_gemm", "B K-major, direct stores"), kernel_label("hopper_gemm", "B K-major, TMA stores")},
+      {kernel_label("hopper_gemm", "B N-major, direct stores"), kernel_label("hopper_gemm", "B N-major, TMA stores")}};
+  launch(hopper_gemm_kernel<In, Out, BNMajor>,
+         {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes<Out>,
+          .stream = current_stream(g.device), .name = names[BNMajor][p.staged_store]},
+         map_a, map_b, map_c, p);
+}
+
+template <class In, class Out>
+void run_for_layout(const HopperGemm& g, const Params& p, int sms) {
+  if (g.b_n_major) run<In, Out, true>(g, p, sms);
+  else run<In, Out, false>(g, p, sms);
 }
 
 template <class In>
 void run_for_output(const HopperGemm& g, const Params& p, int sms) {
-  if (g.c_dtype == DType::f16) run<In, half>(g, p, sms);
-  else if (g.c_dtype == DType::bf16) run<In, bfloat16>(g, p, sms);
-  else run<In, float>(g, p, sms);
+  if (g.c_dtype == DType::f16) run_for_layout<In, half>(g, p, sms);
+  else if (g.c_dtype == DType::bf16) run_for_layout<In, bfloat16>(g, p, sms);
+  else run_for_layout<In, float>(g, p, sms);
 }
 
 }  // namespace
@@ -299,7 +442,7 @@ const char* hopper_gemm_device_refusal(int device) {
     cudaError_t fa;
     {
       const DeviceGuard guard(device);  // the image is looked up on the current device
-      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float>);
+      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float, false>);
     }
     if (fa != cudaSuccess) cudaGetLastError();
     verdict[device] = prop.major != 9 || prop.minor != 0 ? "the device is not sm_90 (Hopper)"
@@ -330,8 +473,9 @@ const char* hopper_gemm_refusal(const HopperGemm& g) {
 bool hopper_gemm(const HopperGemm& g) {
   HG_CHECK(g.batches >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "hopper_gemm: sizes must be >= 0, got batches ",
            g.batches, ", M ", g.M, ", N ", g.N, ", K ", g.K);
-  HG_CHECK(g.lda >= g.K && g.ldb >= g.K && g.ldc >= g.N, "hopper_gemm: need lda >= K, ldb >= K and ldc >= N, got lda ",
-           g.lda, ", ldb ", g.ldb, ", ldc ", g.ldc, " for K ", g.K, ", N ", g.N);
+  HG_CHECK(g.lda >= g.K && g.ldb >= (g.b_n_major ? g.N : g.K) && g.ldc >= g.N, "hopper_gemm: need lda >= K, ldb >= ",
+           g.b_n_major ? "N (B N-major)" : "K", " and ldc >= N, got lda ", g.lda, ", ldb ", g.ldb, ", ldc ", g.ldc,
+           " for K ", g.K, ", N ", g.N);
   HG_CHECK(g.batch_stride_a >= 0 && g.batch_stride_b >= 0 && g.batch_stride_c >= 0,
            "hopper_gemm: batch strides must be >= 0");
   HG_CHECK(g.batches == 0 || g.M == 0 || g.N == 0 || (g.a && g.b && g.c),
@@ -342,6 +486,7 @@ bool hopper_gemm(const HopperGemm& g) {
   const Params p{.M = g.M, .N = g.N, .K = g.K, .tiles_m = tiles_m, .tiles_n = tiles_n,
                  .tiles = g.batches * tiles_m * tiles_n, .a_batched = g.batch_stride_a != 0,
                  .b_batched = g.batch_stride_b != 0, .c = g.c, .ldc = g.ldc, .batch_stride_c = g.batch_stride_c,
+                 .staged_store = output_storable(g),
                  .pair_stores = reinterpret_cast<uintptr_t>(g.c) % out_pair == 0 && g.ldc % 2 == 0 &&
                                 g.batch_stride_c % 2 == 0,
                  .alpha = g.alpha, .bias = g.bias,

@@ -14,6 +14,9 @@ namespace hg::cuda {
 //   A[z](m, k) = a[z * batch_stride_a + m * lda + k]   (M x K, row-major, K contiguous)
 //   B[z](n, k) = b[z * batch_stride_b + n * ldb + k]   (N x K, K contiguous: the "TN" layout;
 //                                                        a row-major K x N matrix is its transpose)
+//             or b[z * batch_stride_b + k * ldb + n]   with b_n_major: B given as a row-major
+//                                                        K x N matrix, N contiguous (the "NN"
+//                                                        layout, read by wgmma's transpose mode)
 //   C[z](m, n) = c[z * batch_stride_c + m * ldc + n]   (M x N, row-major)
 // A and B are both f16 or both bf16; products accumulate in f32; the epilogue computes
 // relu?(fma(alpha, acc, bias[n])) in f32 (bias optional, f32/f16/bf16) and rounds once to
@@ -26,6 +29,7 @@ struct HopperGemm {
   int64_t lda = 0, batch_stride_a = 0;
   const void* b = nullptr;
   int64_t ldb = 0, batch_stride_b = 0;
+  bool b_n_major = false;
   void* c = nullptr;
   DType c_dtype = DType::f16;
   int64_t ldc = 0, batch_stride_c = 0;
@@ -47,7 +51,10 @@ const char* hopper_gemm_device_refusal(int device);
 
 // Runs the GEMM and returns true, or returns false having done nothing when
 // hopper_gemm_refusal(g) is not nullptr. Arguments that are wrong for any GEMM (negative
-// sizes, lda < K, ldb < K, ldc < N, missing pointers) raise hg::Error instead.
+// sizes, lda < K, ldb < K (N when b_n_major), ldc < N, missing pointers) raise hg::Error.
+// The epilogue stages each output tile in shared memory and stores it with TMA when C allows
+// (16-byte aligned, ldc and the batch stride multiples of 16 bytes); otherwise the threads
+// store their values directly.
 bool hopper_gemm(const HopperGemm& g);
 
 // Output tiles are kHopperTileM x kHopperTileN; each CTA of the persistent grid takes tiles

@@ -41,12 +41,14 @@ GemmOperandLayout layout(const Tensor& t, int64_t sz, int64_t sr, int64_t sk, in
   return {t.size(0), rows, K, sz, sr, sk, reinterpret_cast<uintptr_t>(t.data_ptr())};
 }
 
-// c = a · bt^T (+ bias) on the kernel; a [B, M, K] and bt [B, N, K] as the plan left them.
-bool run(const Tensor& a, const Tensor& bt, const Tensor& bias, const Tensor& out) {
+// c = a · B^T (+ bias) on the kernel; a [B, M, K] as the plan left it, b_op either B^T
+// [B, N, K] K-contiguous or, with b_n_major, B [B, K, N] N-contiguous.
+bool run(const Tensor& a, const Tensor& b_op, bool b_n_major, const Tensor& bias, const Tensor& out) {
   HopperGemm g;
-  g.batches = out.size(0), g.M = a.size(1), g.N = bt.size(1), g.K = a.size(2), g.ab_dtype = a.dtype();
+  g.batches = out.size(0), g.M = a.size(1), g.K = a.size(2), g.N = out.size(2), g.ab_dtype = a.dtype();
   g.a = a.data_ptr(), g.lda = a.strides()[1], g.batch_stride_a = a.size(0) == 1 ? 0 : a.strides()[0];
-  g.b = bt.data_ptr(), g.ldb = bt.strides()[1], g.batch_stride_b = bt.size(0) == 1 ? 0 : bt.strides()[0];
+  g.b = b_op.data_ptr(), g.ldb = b_op.strides()[1], g.batch_stride_b = b_op.size(0) == 1 ? 0 : b_op.strides()[0];
+  g.b_n_major = b_n_major;
   g.c = out.data_ptr(), g.c_dtype = out.dtype(), g.ldc = g.N, g.batch_stride_c = g.M * g.N;
   g.device = out.device().index;
   if (bias.defined()) g.bias = bias.data_ptr(), g.bias_dtype = bias.dtype();
@@ -68,9 +70,12 @@ bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
   if (!trusted(a.device(), a.dtype())) return false;
   const Tensor a_k = plan.copy_a ? a.contiguous() : a;
+  if (plan.b_n_major) return run(a_k, b, true, Tensor(), out);  // a row-major b, read as it is
   const Tensor bt = plan.copy_b ? transpose_k_major(b) : b.transpose(1, 2);
-  if (plan.copy_b) note_slow_path("bmm (Hopper kernel)", "B is not K-contiguous: transposed into a temporary first");
-  return run(a_k, bt, Tensor(), out);
+  if (plan.copy_b)
+    note_slow_path("bmm (Hopper kernel)", "B is neither K- nor N-contiguous with aligned rows: transposed into a "
+                                          "temporary first");
+  return run(a_k, bt, false, Tensor(), out);
 }
 
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
@@ -85,7 +90,8 @@ bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const T
     return false;
   }
   if (!trusted(x.device(), x.dtype())) return false;
-  return run(x3, w3, bias, out.view({1, M, N}));
+  if (plan.b_n_major) return run(x3, w3.transpose(1, 2), true, bias, out.view({1, M, N}));  // w [N, K] N-contiguous
+  return run(x3, w3, false, bias, out.view({1, M, N}));
 }
 
 }  // namespace hg::cuda

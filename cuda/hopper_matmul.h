@@ -11,9 +11,9 @@
 namespace hg::cuda {
 
 // out[b] = a[b] · bm[b] (the bmm_stub contract) on the Hopper kernel; false (nothing done)
-// where it does not apply or has not passed its check. A row-major b (N contiguous) is
-// transposed into a temporary first when the product is big enough to pay for it, since
-// the kernel reads B K-contiguous.
+// where it does not apply or has not passed its check. The kernel reads b as it is when it
+// is K-contiguous (a transposed view) or N-contiguous (row-major), with 16-byte aligned rows;
+// any other b is transposed into a temporary first when the product is big enough to pay.
 bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out);
 // out = x · w^T + bias (the linear_stub contract) with the bias fused; false likewise.
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);

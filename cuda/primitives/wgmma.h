@@ -73,17 +73,18 @@ HG_DEVICE void warpgroup_reg_dealloc() {
 }
 
 // D (64 x 128, f32) = A (64 x 16) * B (16 x 128) + (accumulate ? D : 0), A and B f16 or
-// bf16, both K-major in shared memory (imm-trans-a = imm-trans-b = 0), unscaled (imm-scale
-// 1). accumulate is the scale-d predicate: false starts a fresh sum.
-// One definition for both input types (the instruction differs only in its type suffix).
+// bf16 in shared memory, A K-major (imm-trans-a 0), B K-major (the plain names, imm-trans-b
+// 0) or MN-major (the _bmn names, imm-trans-b 1: B stored N-contiguous), unscaled
+// (imm-scale 1). accumulate is the scale-d predicate: false starts a fresh sum.
+// One definition for every variant (the instruction differs only in its type suffix and
+// the transpose immediate).
 #if defined(HG_CUDA_EMULATION)
-#define HG_WGMMA_M64N128K16(name, ab_types)                                                          \
+#define HG_WGMMA_M64N128K16(name, ab_types, type, trans_b)                                            \
   HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {             \
-    emu::wgmma_issue(ab_types[0] == 'f' ? emu::WgmmaType::f16 : emu::WgmmaType::bf16, 128, a_desc, false, b_desc, \
-                     false, accumulate, d);                                                           \
+    emu::wgmma_issue(emu::WgmmaType::type, 128, a_desc, false, b_desc, trans_b[0] == '1', accumulate, d); \
   }
 #else
-#define HG_WGMMA_M64N128K16(name, ab_types)                                                              \
+#define HG_WGMMA_M64N128K16(name, ab_types, type, trans_b)                                               \
   HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {                 \
     asm volatile(                                                                                         \
         "{\n"                                                                                             \
@@ -93,7 +94,7 @@ HG_DEVICE void warpgroup_reg_dealloc() {
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
         "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,"   \
         "%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "                                           \
-        "%64, %65, p, 1, 1, 0, 0;\n"                                                                      \
+        "%64, %65, p, 1, 1, 0, " trans_b ";\n"                                                          \
         "}\n"                                                                                             \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),         \
@@ -108,8 +109,10 @@ HG_DEVICE void warpgroup_reg_dealloc() {
   }
 #endif
 
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16")
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16")
+HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16", f16, "0")
+HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16", bf16, "0")
+HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16_bmn, "f16.f16", f16, "1")
+HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16_bmn, "bf16.bf16", bf16, "1")
 #undef HG_WGMMA_M64N128K16
 
 }  // namespace hg::cuda

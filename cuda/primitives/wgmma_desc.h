@@ -35,4 +35,15 @@ HG_HOST_DEVICE uint64_t wgmma_kmajor_sw128_descriptor(uint32_t tile_smem_addr, i
   return wgmma_descriptor(tile_smem_addr + 32u * static_cast<uint32_t>(k_slice), 16, 1024, WgmmaSwizzle::b128);
 }
 
+// An MN-major operand tile (B stored N-contiguous: each K row holds 64 N-elements = 128 bytes,
+// written by TMA with 128B swizzle, as boxes of 64 N-columns x 64 K-rows one after the other):
+// for the swizzled MN-major layout the ISA's LBO is the step between 64-element blocks along
+// N (here one box, mn_block_bytes) and SBO the step between groups of 8 K-rows (8 x 128 =
+// 1024 bytes). The k-th 16-deep slice starts 16 rows = 2048 bytes further, a whole number of
+// swizzle atoms, so the slice is itself an aligned tile.
+HG_HOST_DEVICE uint64_t wgmma_mnmajor_sw128_descriptor(uint32_t tile_smem_addr, int k_slice, uint32_t mn_block_bytes) {
+  return wgmma_descriptor(tile_smem_addr + 2048u * static_cast<uint32_t>(k_slice), mn_block_bytes, 1024,
+                          WgmmaSwizzle::b128);
+}
+
 }  // namespace hg::cuda

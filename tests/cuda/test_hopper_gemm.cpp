@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "cuda/hopper_gemm.h"
+#include "cuda/kernel_log.h"
 #include "cuda/primitives/wgmma_desc.h"
 #include "ops/matmul_kernels.h"
 #include "tests/cuda/emulated_sm90.h"
@@ -92,32 +93,50 @@ TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][
   uint64_t seed = 100;
   for (const Case& c : cases) {
     for (DType ab : {f16, bf16}) {
-      const int64_t ld = c.K + c.pad, bb = c.broadcast_b ? 1 : c.B;
-      const Tensor a_wide = test::random_cpu({c.B, c.M, ld}, ab, ++seed), b_wide = test::random_cpu({bb, c.N, ld}, ab, ++seed);
-      const Tensor a = a_wide.narrow(2, 0, c.K), bt = b_wide.narrow(2, 0, c.K);
-      Tensor ref64 = empty({c.B, c.M, c.N}, {f64, Device::cpu()});
-      bmm_stub(Device::cpu(), a.to(f64), bt.to(f64).transpose(1, 2).expand({c.B, c.K, c.N}), ref64);
-      const Tensor a_dev = a_wide.to(kCuda), b_dev = b_wide.to(kCuda);
-      for (DType out_dt : {ab, f32}) {
-        for (const Epilogue& e : epilogues) {
-          const DType bias_dt = e.alpha < 0 ? ab : f32;
-          const Tensor bias = test::random_cpu({c.N}, bias_dt, ++seed), bias_dev = bias.to(kCuda);
-          INFO(dtype_name(ab) << " -> " << dtype_name(out_dt) << " B=" << c.B << " M=" << c.M << " N=" << c.N
-                              << " K=" << c.K << " ld=" << ld << (c.broadcast_b ? " (B broadcast)" : "")
-                              << " alpha=" << e.alpha << (e.bias ? " bias " : " ") << (e.bias ? dtype_name(bias_dt) : "")
-                              << (e.relu ? " relu" : ""));
-          Tensor out = test::poisoned({c.B, c.M, c.N}, out_dt, kCuda);
-          cuda::HopperGemm g;
-          g.batches = c.B, g.M = c.M, g.N = c.N, g.K = c.K;
-          g.ab_dtype = ab;
-          g.a = a_dev.data_ptr(), g.lda = ld, g.batch_stride_a = c.M * ld;
-          g.b = b_dev.data_ptr(), g.ldb = ld, g.batch_stride_b = c.broadcast_b ? 0 : c.N * ld;
-          g.c = out.data_ptr(), g.c_dtype = out_dt, g.ldc = c.N, g.batch_stride_c = c.M * c.N;
-          g.alpha = e.alpha, g.relu = e.relu;
-          if (e.bias) g.bias = bias_dev.data_ptr(), g.bias_dtype = bias_dt;
-          REQUIRE(cuda::hopper_gemm_refusal(g) == nullptr);
-          REQUIRE(cuda::hopper_gemm(g));
-          test::require_close(out, apply_epilogue(ref64, e, bias, out_dt));
+      // B given K-contiguous (B^T rows, the TN layout) and N-contiguous (a row-major K x N
+      // matrix, rows padded to a multiple of 8 elements as TMA needs); the N-major runs take
+      // one epilogue and output type each, the layout is what they test.
+      for (const bool n_major : {false, true}) {
+        const int64_t ld = c.K + c.pad, bb = c.broadcast_b ? 1 : c.B;
+        const int64_t ldb = n_major ? (c.N + 7) / 8 * 8 + c.pad : ld;
+        const Tensor a_wide = test::random_cpu({c.B, c.M, ld}, ab, ++seed);
+        const Tensor b_wide = test::random_cpu(n_major ? Shape{bb, c.K, ldb} : Shape{bb, c.N, ld}, ab, ++seed);
+        const Tensor a = a_wide.narrow(2, 0, c.K);
+        const Tensor bt = n_major ? b_wide.narrow(2, 0, c.N).transpose(1, 2) : b_wide.narrow(2, 0, c.K);
+        Tensor ref64 = empty({c.B, c.M, c.N}, {f64, Device::cpu()});
+        bmm_stub(Device::cpu(), a.to(f64), bt.to(f64).transpose(1, 2).expand({c.B, c.K, c.N}), ref64);
+        const Tensor a_dev = a_wide.to(kCuda), b_dev = b_wide.to(kCuda);
+        for (DType out_dt : {ab, f32}) {
+          for (const Epilogue& e : epilogues) {
+            if (n_major && (out_dt != ab || &e != &epilogues[1])) continue;
+            const DType bias_dt = e.alpha < 0 ? ab : f32;
+            const Tensor bias = test::random_cpu({c.N}, bias_dt, ++seed), bias_dev = bias.to(kCuda);
+            INFO(dtype_name(ab) << " -> " << dtype_name(out_dt) << " B=" << c.B << " M=" << c.M << " N=" << c.N
+                                << " K=" << c.K << " lda=" << ld << " ldb=" << ldb << (n_major ? " B N-major" : "")
+                                << (c.broadcast_b ? " (B broadcast)" : "") << " alpha=" << e.alpha
+                                << (e.bias ? " bias " : " ") << (e.bias ? dtype_name(bias_dt) : "")
+                                << (e.relu ? " relu" : ""));
+            Tensor out = test::poisoned({c.B, c.M, c.N}, out_dt, kCuda);
+            cuda::HopperGemm g;
+            g.batches = c.B, g.M = c.M, g.N = c.N, g.K = c.K;
+            g.ab_dtype = ab;
+            g.a = a_dev.data_ptr(), g.lda = ld, g.batch_stride_a = c.M * ld;
+            g.b = b_dev.data_ptr(), g.ldb = ldb, g.b_n_major = n_major;
+            g.batch_stride_b = c.broadcast_b ? 0 : (n_major ? c.K : c.N) * ldb;
+            g.c = out.data_ptr(), g.c_dtype = out_dt, g.ldc = c.N, g.batch_stride_c = c.M * c.N;
+            g.alpha = e.alpha, g.relu = e.relu;
+            if (e.bias) g.bias = bias_dev.data_ptr(), g.bias_dtype = bias_dt;
+            REQUIRE(cuda::hopper_gemm_refusal(g) == nullptr);
+            // TMA stores the output where its rows (and batches) are whole multiples of 16 bytes.
+            const auto es = static_cast<int64_t>(dtype_size(out_dt));
+            const bool tma_store = c.N * es % 16 == 0 && (c.B == 1 || c.M * c.N * es % 16 == 0);
+            const std::string want_kernel = std::string("hopper_gemm (B ") + (n_major ? "N" : "K") + "-major, " +
+                                            (tma_store ? "TMA" : "direct") + " stores)";
+            const cuda::KernelLog log;
+            REQUIRE(cuda::hopper_gemm(g));
+            REQUIRE(log.summary() == want_kernel);
+            test::require_close(out, apply_epilogue(ref64, e, bias, out_dt));
+          }
         }
       }
     }

@@ -49,24 +49,34 @@ TEST_CASE("small M, N or K and other dtypes are declined with their reason", "[c
                Contains("2^31"));
 }
 
-TEST_CASE("K-contiguous aligned operands run as they are; a row-major B is transposed only when worth it",
+TEST_CASE("K- or N-contiguous aligned operands run as they are; other B layouts are copied only when worth it",
           "[cuda][hopper]") {
   // TN (what linear and x @ w.T see): no copies.
   HopperPlan p = plan_hopper_gemm(DType::f16, dense(2, 512, 256), dense(2, 384, 256), true);
   REQUIRE(p.decline == nullptr);
-  REQUIRE_FALSE((p.copy_a || p.copy_b));
-  // NN at 512 x 512: 262144 outputs >= 256^2, so B is copied K-contiguous.
-  p = plan_hopper_gemm(DType::bf16, dense(1, 512, 512), row_major_b(1, 512, 512), true);
+  REQUIRE_FALSE((p.copy_a || p.copy_b || p.b_n_major));
+  // NN (a row-major b): read N-major by wgmma's transpose mode, at any size, in linear too.
+  for (const bool allow_copies : {true, false}) {
+    p = plan_hopper_gemm(DType::bf16, dense(1, 512, 512), row_major_b(1, 512, 512), allow_copies);
+    REQUIRE(p.decline == nullptr);
+    REQUIRE((!p.copy_a && !p.copy_b && p.b_n_major));
+    p = plan_hopper_gemm(DType::f16, dense(1, 128, 512), row_major_b(1, 512, 128), allow_copies);
+    REQUIRE((p.decline == nullptr && p.b_n_major));
+  }
+  REQUIRE(cuda::hopper_operand_readable_n_major(row_major_b(3, 512, 128)));
+  // N = 100: K-steps of 200 bytes, which TMA cannot read N-major either: a copy at 512 x 100...
+  const GemmOperandLayout n100 = row_major_b(1, 512, 100);
+  REQUIRE_FALSE(cuda::hopper_operand_readable_n_major(n100));
+  p = plan_hopper_gemm(DType::f16, dense(1, 2048, 512), n100, true);
   REQUIRE(p.decline == nullptr);
-  REQUIRE((!p.copy_a && p.copy_b));
-  // NN at 128 x 128: too small to pay for the copy.
-  p = plan_hopper_gemm(DType::f16, dense(1, 128, 512), row_major_b(1, 512, 128), true);
-  REQUIRE(p.decline != nullptr);
+  REQUIRE((p.copy_b && !p.b_n_major));
+  // ...declined when too small to pay for the copy, and in linear, which allows none.
+  p = plan_hopper_gemm(DType::f16, dense(1, 128, 512), n100, true);
   REQUIRE_THAT(std::string(p.decline), Contains("too small to pay for a copy"));
-  // linear allows no copies: a weight that is not K-contiguous is declined by name.
-  p = plan_hopper_gemm(DType::f16, dense(1, 512, 512), row_major_b(1, 512, 512), false);
-  REQUIRE(p.decline != nullptr);
-  REQUIRE_THAT(std::string(p.decline), Contains("weight is not K-contiguous"));
+  p = plan_hopper_gemm(DType::f16, dense(1, 2048, 512), n100, false);
+  REQUIRE_THAT(std::string(p.decline), Contains("weight is neither K- nor N-contiguous"));
+  // Neither K- nor N-contiguous (both strides > 1, e.g. every other column of a wider b).
+  REQUIRE_FALSE(cuda::hopper_operand_readable_n_major({1, 256, 256, 0, 2, 512, kAligned}));
 }
 
 TEST_CASE("expanded (zero-stride) inputs: a shared batch is read as is, overlapping rows are copied",
