@@ -41,7 +41,7 @@ uint64_t pack(const Mbarrier& m) {
 void check_address(const void* bar, const char* op) {
   if (reinterpret_cast<uintptr_t>(bar) % 8)
     fail(detail::concat(op, ": the barrier at ", bar, " is not 8-byte aligned"));
-  shared_window_address(bar);  // fails for an address outside the block's shared memory
+  shared_window().at(shared_window_address(bar), 8, op);  // all 8 bytes inside the block's shared memory
 }
 
 Mbarrier unpack(const uint64_t* bar, const char* op) {
@@ -121,6 +121,7 @@ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
     const auto& w = *static_cast<const ParityWait*>(c);
     return mbarrier_test_parity(w.bar, w.parity);
   }, &w, "mbarrier.try_wait.parity");
+  acquire();
 }
 
 // ---- TMA -----------------------------------------------------------------------------
@@ -285,12 +286,13 @@ void named_barrier_sync(unsigned id, unsigned count) {
   if (++b.arrived == count) {
     b.arrived = 0;
     ++b.generation;
-    return;
+  } else {
+    wait_until([](const void* c) {
+      const auto& w = *static_cast<const GenerationWait*>(c);
+      return w.b->generation != w.generation;
+    }, &w, "bar.sync (a named barrier)");
   }
-  wait_until([](const void* c) {
-    const auto& w = *static_cast<const GenerationWait*>(c);
-    return w.b->generation != w.generation;
-  }, &w, "bar.sync (a named barrier)");
+  acquire();
 }
 
 }  // namespace hg::cuda::emu

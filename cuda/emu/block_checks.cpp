@@ -40,6 +40,8 @@ void BlockRunner::access(CudaThread& t, uintptr_t a, size_t n, Access kind, cons
   who.pc = pc;
   who.epoch = epoch_;
   who.wepoch = wepoch_[t.linear / 32];
+  who.time = sync_clock_;
+  who.acquired = t.acquired;
   who.atomic = kind == Access::atomic || kind == Access::atomic_read;
   bool tracked = false;
   for (uintptr_t g = a & ~uintptr_t{3}; g < a + n; g += 4) {

@@ -36,6 +36,7 @@ struct CudaThread {
   std::vector<PendingCopy> uncommitted;
   std::deque<std::vector<PendingCopy>> committed;  // oldest group first
   uintptr_t last_load = 0;                          // granule of the last plain load
+  uint32_t acquired = 0;                            // the block's acquire clock at its last acquire
   bool (*poll)(const void*) = nullptr;              // State::poll: the condition waited for
   const void* poll_ctx = nullptr;
 };
@@ -119,6 +120,8 @@ class BlockRunner {
   void wait_until(CudaThread& t, bool (*ready)(const void*), const void* ctx, const char* what);
   void post_async(std::function<void()> job) { async_.push_back(std::move(job)); }
   AsyncUnits& units();
+  // The thread passed an mbarrier wait or a named barrier (racecheck orders by it).
+  void acquire(CudaThread& t) { t.acquired = ++sync_clock_; }
   unsigned threads() const { return n_; }
   // Where dynamic shared memory starts in the shared window (see shared_window() in executor.h).
   static constexpr uint32_t kWindowBase = 0x490;
@@ -166,6 +169,7 @@ class BlockRunner {
   std::vector<std::function<void()>> async_;
   std::shared_ptr<AsyncUnits> units_;
   unsigned polling_ = 0;
+  uint32_t sync_clock_ = 0;
 };
 
 // Marks a cp.async destination as written (the copy has landed) for the memory checks.

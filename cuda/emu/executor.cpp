@@ -85,6 +85,7 @@ void BlockRunner::run(uint64_t b) {
   async_.clear();
   units_.reset();
   polling_ = 0;
+  sync_clock_ = 0;
   block_linear_ = b;
   epoch_ = 0;
   std::fill(wepoch_.begin(), wepoch_.end(), 0u);
@@ -97,6 +98,7 @@ void BlockRunner::run(uint64_t b) {
     t.uncommitted.clear();
     t.committed.clear();
     t.last_load = 0;
+    t.acquired = 0;
     t.fiber.start(&BlockRunner::thread_main, &t);
   }
   live_ = n_;
@@ -373,6 +375,8 @@ unsigned block_threads() {
 void wait_until(bool (*ready)(const void*), const void* ctx, const char* what) {
   t_runner->wait_until(current_thread(what), ready, ctx, what);
 }
+
+void acquire() { t_runner->acquire(current_thread("an acquire")); }
 
 void post_async(std::function<void()> job) {
   current_thread("asynchronous work");

@@ -74,6 +74,9 @@ void cp_async_wait(unsigned groups_left_pending);
 // re-evaluated between scheduling rounds; when no thread can run, no barrier can open and no
 // asynchronous work is left to land, the block deadlocks and the report names `what`.
 void wait_until(bool (*ready)(const void* ctx), const void* ctx, const char* what);
+// The calling thread has acquired (passed an mbarrier phase or named barrier): the racecheck
+// treats shared-memory accesses of other threads before this point as ordered before its later ones.
+void acquire();
 // Asynchronous work (a TMA copy): done at a later scheduling round drawn from the schedule's
 // generator, and at the latest when nothing else can make progress or the block ends; never
 // while the issuing thread still runs. The job must not touch a fiber's stack.

@@ -67,6 +67,10 @@ bool concurrent(const Stamp& a, const Stamp& b) {
   if (a.thread == b.thread) return false;
   if (a.thread >> 32 != b.thread >> 32) return true;  // blocks never synchronise with each other
   if (a.epoch != b.epoch) return false;               // a __syncthreads lies between them
+  // b's thread passed an mbarrier wait or named barrier after a happened: taken as the
+  // hand-over that orders them (whether that barrier's release came from a's thread is not
+  // tracked, so a race across an unrelated barrier goes unseen; no false reports).
+  if (b.acquired > a.time) return false;
   const bool same_warp = (a.thread & 0xffffffffu) / 32 == (b.thread & 0xffffffffu) / 32;
   return !(same_warp && a.wepoch != b.wepoch);        // a warp collective orders its lanes
 }

@@ -36,6 +36,9 @@ struct Stamp {
   const void* pc = nullptr;
   uint32_t epoch = 0;   // barriers the block has passed
   uint32_t wepoch = 0;  // collectives the thread's warp has completed
+  // The block's acquire clock when the access happened, and when the accessing thread last
+  // acquired (an mbarrier wait or named barrier it passed; cuda/emu/async_units.cpp).
+  uint32_t time = 0, acquired = 0;
   uint8_t mask = 0;     // bytes of the 4-byte granule
   bool atomic = false;
   bool valid() const { return thread != ~uint64_t{0}; }
