@@ -75,13 +75,26 @@ HG_DEVICE uint32_t tile_matches(uint8_t* tile, const uint16_t* global, int row0)
   return 1;
 }
 
-__global__ void phases_kernel(const __grid_constant__ CUtensorMap map, const uint16_t* global, uint32_t* flags) {
+// The TMA kernels' shared memory: a 16-row tile at 1024-byte alignment, its mbarrier after
+// it, initialised by thread 0 for `count` arrivals (the caller syncs before others use it).
+struct TileAndBarrier {
+  uint8_t* tile;
+  uint64_t* bar;
+};
+HG_DEVICE TileAndBarrier tile_and_barrier(uint32_t count) {
   uint8_t* tile = aligned_1024(cuda::dynamic_shared_memory<uint8_t>());
   auto* bar = reinterpret_cast<uint64_t*>(tile + kBoxBytes);
+  if (threadIdx.x == 0) {
+    cuda::mbarrier_init(bar, count);
+    cuda::mbarrier_init_fence();
+  }
+  return {tile, bar};
+}
+
+__global__ void phases_kernel(const __grid_constant__ CUtensorMap map, const uint16_t* global, uint32_t* flags) {
+  const auto [tile, bar] = tile_and_barrier(2);
   const unsigned t = threadIdx.x;
   if (t == 0) {
-    cuda::mbarrier_init(bar, 2);
-    cuda::mbarrier_init_fence();
     flags[0] = cuda::emu::mbarrier_test_parity(bar, 1);  // a fresh barrier: "phase -1" is done
     flags[1] = cuda::emu::mbarrier_test_parity(bar, 0);
     cuda::mbarrier_wait(bar, 1);  // must return at once: nobody has arrived yet
@@ -148,13 +161,8 @@ __global__ void mbarrier_misuse_kernel(MbarrierMisuse kind) {
 // ---- TMA ---------------------------------------------------------------------------------
 
 __global__ void tma_load_kernel(const __grid_constant__ CUtensorMap map, int row0, uint16_t* before, uint16_t* after) {
-  uint8_t* tile = aligned_1024(cuda::dynamic_shared_memory<uint8_t>());
-  auto* bar = reinterpret_cast<uint64_t*>(tile + kBoxBytes);
+  const auto [tile, bar] = tile_and_barrier(1);
   const unsigned t = threadIdx.x;
-  if (t == 0) {
-    cuda::mbarrier_init(bar, 1);
-    cuda::mbarrier_init_fence();
-  }
   __syncthreads();
   if (t == 0) {
     cuda::mbarrier_arrive_expect_tx(bar, kBoxBytes);
@@ -203,7 +211,7 @@ HG_DEVICE void wgmma(float* d, uint64_t a_desc, uint64_t b_desc) {
 }
 
 // A and B to shared memory, K-major with the 128B swizzle (each 128-byte row is one M or N
-// row's 64 K elements); returns the tiles' window addresses.
+// row's 64 K elements), visible to the async proxy and every thread on return.
 HG_DEVICE void stage_operands(const uint16_t* a, const uint16_t* b, uint8_t* smem_a, uint8_t* smem_b) {
   for (int i = static_cast<int>(threadIdx.x); i < kN * kK; i += static_cast<int>(blockDim.x)) {
     if (i < kM * kK) tile_at(smem_a, i / kK, i % kK) = a[i];
