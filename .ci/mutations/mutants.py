@@ -10,6 +10,9 @@ BMM = "mma_gemm matches the f64 product on odd shapes with both tile configs"
 UNSCALE = "the multi-tensor unscale on cuda matches the CPU, counts and flag included"
 NUMERICS = "numerics statistics on cuda equal the CPU's"
 BATCH_NORM = "cuda batch_norm kernels equal the CPU's"
+# The Hopper kernel on the emulation's sm_90 model (issue 19): K up to 1000, so the ring of
+# stages wraps; B K- and N-major; TMA-stored tiles.
+HOPPER = "cuda bmm on an sm_90 runs the Hopper kernel and equals the CPU's"
 
 MUTANTS = [
     dict(name="gemm-cp-async-before-barrier", missed=True, file="cuda/mma_gemm.h", tests=BMM,
@@ -90,4 +93,12 @@ MUTANTS = [
          replace="""    atomic_add(b.count[t], static_cast<unsigned long long>(bad));
   }
   if (bad > 0) atomic_exch(reinterpret_cast<uint32_t*>(found_inf), 0x3f800000u);  // every thread holds the sum"""),
+    dict(name="hopper-consumer-skips-full-wait", file="cuda/hopper_gemm.cu", tests=HOPPER,
+         find="""      mbarrier_wait(&full[stage], phase);
+""", replace=""),
+    dict(name="hopper-stage-released-before-its-wgmma-retires", file="cuda/hopper_gemm.cu", tests=HOPPER,
+         find="""      wgmma_wait<1>();""", replace="""      wgmma_wait<2>();"""),
+    dict(name="hopper-staging-tile-rewritten-before-store-read", file="cuda/hopper_gemm.cu", tests=HOPPER,
+         find="""  if (t == 0) tma_store_wait_read<0>();  // the previous tile's store has read the staging tile
+""", replace=""),
 ]

@@ -4,6 +4,7 @@
 // computes (tensor-map boxes, wgmma operand layouts) is in tma_model.* and wgmma_model.*.
 #include "cuda/emu/async_units.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "cuda/emu/block_runner.h"
@@ -153,7 +154,14 @@ void tma_store(const void* tensor_map, const void* smem_src, const int32_t* coor
   s.src = shared_window_address(smem_src);
   std::copy(coords, coords + rank, s.coords);
   s.rank = rank;
-  async_units().open_stores[thread_linear()].push_back(s);
+  // The box's rows are whole 16-byte chunks that the swizzle moves only inside their 128-byte
+  // line, and the source is 128-byte aligned (checked by the copy): whole lines cover it.
+  const SharedWindow window = shared_window();
+  const uint32_t end = std::min<uint64_t>(s.src + (tma_box_bytes(s.map, rank) + 127) / 128 * 128,
+                                          uint64_t{window.base} + window.bytes);
+  const unsigned char* from = window.at(s.src, end - s.src, "cp.async.bulk.tensor (store)");
+  s.bytes.assign(from, from + (end - s.src));
+  async_units().open_stores[thread_linear()].push_back(std::move(s));
 }
 
 void bulk_commit() {
@@ -164,8 +172,15 @@ void bulk_commit() {
 }
 
 namespace {
-void perform(const std::vector<BulkStore>& group, const SharedWindow& window) {
-  for (const BulkStore& s : group) tma_store_tile(s.map, window, s.src, s.coords, s.rank);
+void perform(std::vector<BulkStore>& group, const SharedWindow& window) {
+  for (BulkStore& s : group) {
+    const auto n = static_cast<uint32_t>(s.bytes.size());
+    if (std::memcmp(window.at(s.src, n, "cp.async.bulk.tensor (store)"), s.bytes.data(), n) != 0)
+      throw Error(detail::concat("cuda emulation: cp.async.bulk.tensor store: its shared memory [", s.src, ", ",
+                                 uint64_t{s.src} + n, ") was written after the store was issued and before the "
+                                 "cp.async.bulk.wait_group.read that retires it (the store may read it until then)"));
+    tma_store_tile(s.map, SharedWindow{s.bytes.data(), s.src, n}, s.src, s.coords, s.rank);
+  }
 }
 }  // namespace
 
@@ -181,7 +196,7 @@ void bulk_wait_read(unsigned groups_left_pending) {
 
 void thread_exits(AsyncUnits& u, unsigned thread) {
   const SharedWindow window = shared_window();
-  for (const auto& g : u.committed_stores[thread]) perform(g, window);
+  for (auto& g : u.committed_stores[thread]) perform(g, window);
   u.committed_stores[thread].clear();
   perform(u.open_stores[thread], window);  // uncommitted: the hardware still completes them
   u.open_stores[thread].clear();

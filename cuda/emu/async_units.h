@@ -28,11 +28,15 @@ struct WarpgroupQueue {
   uint64_t first = 0;       // sequence number of ops.front()
 };
 
+// A bulk store: what it reads is taken at issue (the hardware may read any time until the
+// wait_group.read that retires it) and compared at that wait, so both a store issued before
+// the tile was written and a tile overwritten before the wait are caught.
 struct BulkStore {
   CUtensorMap map;
   uint32_t src;
   int32_t coords[5];
   int rank;
+  std::vector<unsigned char> bytes;  // shared memory [src, src + bytes.size()) at issue
 };
 
 struct NamedBarrier {

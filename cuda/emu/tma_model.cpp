@@ -253,6 +253,13 @@ uint32_t tma_load_tile(const CUtensorMap& map, const SharedWindow& smem, uint32_
   });
 }
 
+uint32_t tma_box_bytes(const CUtensorMap& map, int rank) {
+  const TiledMap m = checked_map(map, rank, "cp.async.bulk.tensor");
+  uint64_t bytes = m.element_bits / 8;
+  for (int d = 0; d < m.rank; ++d) bytes *= m.box[d];
+  return static_cast<uint32_t>(bytes);
+}
+
 void tma_store_tile(const CUtensorMap& map, const SharedWindow& smem, uint32_t src, const int32_t* coords,
                     int rank) {
   constexpr const char* op = "cp.async.bulk.tensor store (shared -> global)";

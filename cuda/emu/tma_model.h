@@ -72,4 +72,7 @@ uint32_t tma_load_tile(const CUtensorMap& map, const SharedWindow& smem, uint32_
 // tensor at coords; out-of-bounds elements are not written.
 void tma_store_tile(const CUtensorMap& map, const SharedWindow& smem, uint32_t src, const int32_t* coords, int rank);
 
+// The bytes of shared memory a copy through this map moves (the whole box).
+uint32_t tma_box_bytes(const CUtensorMap& map, int rank);
+
 }  // namespace hg::cuda::emu
