@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <string>
 #include <type_traits>
 
 #include "cuda/device_types.h"
@@ -36,29 +37,31 @@
 namespace hg::cuda {
 namespace {
 
-// A stage holds a 128 x 64 tile of A and a 128 x 64 tile of B, each 16 KiB. A's rows (M) are
-// 64 16-bit K-elements = 128 bytes, exactly one row of the 128-byte swizzle TMA writes and
-// wgmma reads. B is stored the same way when it is K-contiguous; when it is N-contiguous
-// (b_n_major) the stage holds two boxes of 64 K-rows x 64 N-elements (128 bytes), which
-// wgmma reads MN-major. Behind the stages, each consumer warpgroup has a staging tile for its
-// 64 x 128 part of the output (64 rows x 128 bytes per box, 128B-swizzled, for the TMA store):
-// 16 KiB for 16-bit outputs, 32 KiB for f32, so f32 outputs get 5 stages instead of 6
-// (227 KiB is what an sm_90 block may use).
+// A stage holds a 128 x 64 tile of A and a TileN x 64 tile of B (TileN = 128 or 256). A's
+// rows (M) are 64 16-bit K-elements = 128 bytes, exactly one row of the 128-byte swizzle TMA
+// writes and wgmma reads. B is stored the same way when it is K-contiguous; when it is
+// N-contiguous (b_n_major) the stage holds TileN / 64 boxes of 64 K-rows x 64 N-elements
+// (128 bytes), which wgmma reads MN-major. Behind the stages, each consumer warpgroup has a
+// 16 KiB staging buffer through which its 64 x TileN part of the output goes to the TMA store
+// in chunks (two boxes of 64 rows x 128 bytes, 128B-swizzled): 6 stages of 32 KiB for 128-wide
+// tiles, 4 of 48 KiB for 256-wide ones, within the 227 KiB an sm_90 block may use.
 constexpr int kTileK = 64;
-constexpr int kTileABytes = kHopperTileM * kTileK * 2, kTileBBytes = kHopperTileN * kTileK * 2;
-constexpr int kStageBytes = kTileABytes + kTileBBytes;
-constexpr int kBoxBytes = 64 * 128;  // a 64-row box of 128-byte rows: the unit TMA moves here
+constexpr int kTileABytes = kHopperTileM * kTileK * 2;
+template <int TileN>
+constexpr int kTileBBytes = TileN * kTileK * 2;
+template <int TileN>
+constexpr int kStageBytes = kTileABytes + kTileBBytes<TileN>;
+template <int TileN>
+constexpr int kStages = TileN == 128 ? 6 : 4;
+constexpr int kBoxBytes = 64 * 128;           // a 64-row box of 128-byte rows: the unit TMA moves here
+constexpr int kStagingBytes = 2 * kBoxBytes;  // per consumer
 constexpr int kConsumers = 2, kWarpgroup = 128, kThreads = (1 + kConsumers) * kWarpgroup;
-template <class Out>
-constexpr int kStages = sizeof(Out) == 4 ? 5 : 6;
-template <class Out>
-constexpr int kStagingBytes = 64 * kHopperTileN * static_cast<int>(sizeof(Out));  // per consumer
 // 1024: the swizzle pattern repeats every 8 rows of 128 bytes, and TMA and the descriptors
 // assume a tile starts at that alignment; dynamic shared memory is only 16-byte aligned.
-template <class Out>
-constexpr size_t kSharedBytes = 1024 + size_t{kStages<Out>} * kStageBytes + size_t{kConsumers} * kStagingBytes<Out> +
-                                2 * kStages<Out> * sizeof(uint64_t);
-static_assert(kSharedBytes<half> <= 227 * 1024 && kSharedBytes<float> <= 227 * 1024);
+template <int TileN>
+constexpr size_t kSharedBytes = 1024 + size_t{kStages<TileN>} * kStageBytes<TileN> + kConsumers * kStagingBytes +
+                                2 * kStages<TileN> * sizeof(uint64_t);
+static_assert(kSharedBytes<128> <= 227 * 1024 && kSharedBytes<256> <= 227 * 1024);
 
 enum class BiasKind : int { none, f32, f16, bf16 };
 
@@ -107,21 +110,10 @@ __device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t co
   }
 }
 
-template <class In, bool BNMajor>
-__device__ __forceinline__ void wgmma_64x128x16(float acc[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
-  if constexpr (std::is_same_v<In, half>) {
-    if constexpr (BNMajor) wgmma_m64n128k16_f16_bmn(acc, a_desc, b_desc, accumulate);
-    else wgmma_m64n128k16_f16(acc, a_desc, b_desc, accumulate);
-  } else {
-    if constexpr (BNMajor) wgmma_m64n128k16_bf16_bmn(acc, a_desc, b_desc, accumulate);
-    else wgmma_m64n128k16_bf16(acc, a_desc, b_desc, accumulate);
-  }
-}
-
 // The producer: one thread issues the TMA copies of each stage once the consumers have
 // released it; the full barrier completes when its one arrival and the stage's bytes land
 // (out-of-bounds box elements are zero-filled and still count as transferred bytes).
-template <bool BNMajor, int Stages>
+template <bool BNMajor, int TileN>
 __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                         uint8_t* smem_a, uint8_t* smem_b, uint64_t* full, uint64_t* empty) {
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
@@ -129,21 +121,21 @@ __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_
   uint32_t phase = 0;
   for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const HopperTile tile = hopper_tile(t, p.tiles_m, p.tiles_n);
-    const auto m0 = static_cast<int32_t>(tile.tile_m * kHopperTileM), n0 = static_cast<int32_t>(tile.tile_n * kHopperTileN);
+    const auto m0 = static_cast<int32_t>(tile.tile_m * kHopperTileM), n0 = static_cast<int32_t>(tile.tile_n * TileN);
     const auto za = static_cast<int32_t>(p.a_batched ? tile.z : 0), zb = static_cast<int32_t>(p.b_batched ? tile.z : 0);
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       mbarrier_wait(&empty[stage], phase ^ 1);
-      mbarrier_arrive_expect_tx(&full[stage], kStageBytes);
+      mbarrier_arrive_expect_tx(&full[stage], kStageBytes<TileN>);
       const auto k0 = static_cast<int32_t>(kb * kTileK);
-      uint8_t* b_stage = smem_b + stage * kTileBBytes;
+      uint8_t* b_stage = smem_b + stage * kTileBBytes<TileN>;
       tma_load_3d(smem_a + stage * kTileABytes, map_a, &full[stage], k0, m0, za);
-      if constexpr (BNMajor) {  // two boxes of 64 N-columns, each 64 K-rows deep
-        tma_load_3d(b_stage, map_b, &full[stage], n0, k0, zb);
-        tma_load_3d(b_stage + kBoxBytes, map_b, &full[stage], n0 + 64, k0, zb);
+      if constexpr (BNMajor) {  // boxes of 64 N-columns, each 64 K-rows deep
+#pragma unroll
+        for (int b = 0; b < TileN / 64; ++b) tma_load_3d(b_stage + b * kBoxBytes, map_b, &full[stage], n0 + 64 * b, k0, zb);
       } else {
         tma_load_3d(b_stage, map_b, &full[stage], k0, n0, zb);
       }
-      if (++stage == Stages) {
+      if (++stage == kStages<TileN>) {
         stage = 0;
         phase ^= 1;
       }
@@ -151,57 +143,61 @@ __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_
   }
 }
 
-// Each thread's accumulators through the epilogue into the consumer's staging tile, then one
-// thread stores the tile with TMA (out-of-bounds rows and columns are clipped by the store).
-// The staging tile is boxes of 64 rows x 128 bytes (64 16-bit or 32 f32 columns), each
-// 128B-swizzled as the C map says, which also spreads a warp's 8 rows over all 32 banks.
-template <class Out>
+// Each thread's accumulators through the epilogue into the consumer's staging buffer, one box
+// of columns at a time (64 rows x 128 bytes: 64 16-bit or 32 f32 columns, 128B-swizzled as the
+// C map says, which also spreads a warp's 8 rows over all 32 banks); the buffer holds two
+// boxes, filled alternately, so one box is written while the other's TMA store reads it. One
+// thread issues the stores, which clip rows and columns past the matrix. (A box at a time also
+// bounds the bias values loaded ahead: 256-wide tiles keep 128 accumulators live.)
+template <class Out, int TileN>
 __device__ __forceinline__ void store_staged(const Params& p, const CUtensorMap* map_c, const HopperTile& tile,
-                                             int consumer, const float (&acc)[64], uint8_t* staging) {
+                                             int consumer, const float (&acc)[TileN / 2], uint8_t* staging) {
   constexpr int kBoxCols = 128 / static_cast<int>(sizeof(Out));
+  static_assert(TileN / kBoxCols % 2 == 0, "a tile is an even number of boxes: the next tile's first box reuses buffer 0");
   const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
   const unsigned bar = 1 + consumer;  // named barrier of this warpgroup (0 is __syncthreads)
-  if (t == 0) tma_store_wait_read<0>();  // the previous tile's store has read the staging tile
-  named_barrier_sync(bar, kWarpgroup);
-  const int64_t col0 = tile.tile_n * kHopperTileN;
+  const int64_t col0 = tile.tile_n * TileN;
+  const auto row0 = static_cast<int32_t>(tile.tile_m * kHopperTileM + consumer * 64);
 #pragma unroll
-  for (int j = 0; j < kHopperTileN / 8; ++j) {
-    const int col = 8 * j + 2 * (lane % 4);
-    const float b0 = col0 + col < p.N ? load_bias(p, col0 + col) : 0.0f;
-    const float b1 = col0 + col + 1 < p.N ? load_bias(p, col0 + col + 1) : 0.0f;
-    uint8_t* box = staging + (col / kBoxCols) * kBoxBytes;
+  for (int box = 0; box < TileN / kBoxCols; ++box) {
+    uint8_t* buffer = staging + (box % 2) * kBoxBytes;
+    if (t == 0) tma_store_wait_read<1>();  // the store that read this buffer, two boxes ago, is done
+    named_barrier_sync(bar, kWarpgroup);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = warp * 16 + lane / 4 + 8 * h;
-      const auto offset = static_cast<uint32_t>(row * 128 + (col % kBoxCols) * static_cast<int>(sizeof(Out)));
-      *reinterpret_cast<OutPair<Out>*>(box + swizzle_smem_address(offset, 128)) = OutPair<Out>{
-          dev_store<Out>(epilogue(p, acc[4 * j + 2 * h], b0)), dev_store<Out>(epilogue(p, acc[4 * j + 2 * h + 1], b1))};
+    for (int jj = 0; jj < kBoxCols / 8; ++jj) {
+      const int j = box * kBoxCols / 8 + jj, col = 8 * jj + 2 * (lane % 4);  // col: inside the box
+      const int64_t gcol = col0 + box * kBoxCols + col;
+      const float b0 = gcol < p.N ? load_bias(p, gcol) : 0.0f, b1 = gcol + 1 < p.N ? load_bias(p, gcol + 1) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = warp * 16 + lane / 4 + 8 * h;
+        const auto offset = static_cast<uint32_t>(row * 128 + col * static_cast<int>(sizeof(Out)));
+        *reinterpret_cast<OutPair<Out>*>(buffer + swizzle_smem_address(offset, 128)) =
+            OutPair<Out>{dev_store<Out>(epilogue(p, acc[4 * j + 2 * h], b0)),
+                         dev_store<Out>(epilogue(p, acc[4 * j + 2 * h + 1], b1))};
+      }
     }
-  }
-  fence_proxy_async_shared();  // this thread's writes, before the async proxy's store reads them
-  named_barrier_sync(bar, kWarpgroup);
-  if (t == 0) {
-    const auto row0 = static_cast<int32_t>(tile.tile_m * kHopperTileM + consumer * 64);
-#pragma unroll
-    for (int b = 0; b < kHopperTileN / kBoxCols; ++b)
-      tma_store_3d(map_c, staging + b * kBoxBytes, static_cast<int32_t>(col0 + b * kBoxCols), row0,
-                   static_cast<int32_t>(tile.z));
-    tma_store_commit();
+    fence_proxy_async_shared();  // this thread's writes, before the async proxy's store reads them
+    named_barrier_sync(bar, kWarpgroup);
+    if (t == 0) {
+      tma_store_3d(map_c, buffer, static_cast<int32_t>(col0 + box * kBoxCols), row0, static_cast<int32_t>(tile.z));
+      tma_store_commit();
+    }
   }
 }
 
 // Fallback epilogue: thread (warp, lane) holds rows r0 and r0 + 8, columns 8 j + 2 (lane % 4)
 // + {0, 1}, and stores them where they go.
-template <class Out>
+template <class Out, int TileN>
 __device__ __forceinline__ void store_direct(const Params& p, const HopperTile& tile, int consumer,
-                                             const float (&acc)[64]) {
+                                             const float (&acc)[TileN / 2]) {
   const int t = static_cast<int>(threadIdx.x) % kWarpgroup, warp = t / 32, lane = t % 32;
   const int64_t r0 = tile.tile_m * kHopperTileM + consumer * 64 + warp * 16 + lane / 4;
   Out* c = static_cast<Out*>(p.c) + tile.z * p.batch_stride_c;
   // Fully unrolled, so that acc stays in registers (a runtime index would put it in memory).
 #pragma unroll
-  for (int j = 0; j < kHopperTileN / 8; ++j) {
-    const int64_t col = tile.tile_n * kHopperTileN + 8 * j + 2 * (lane % 4);
+  for (int j = 0; j < TileN / 8; ++j) {
+    const int64_t col = tile.tile_n * TileN + 8 * j + 2 * (lane % 4);
     if (col >= p.N) continue;
     const float b0 = load_bias(p, col), b1 = col + 1 < p.N ? load_bias(p, col + 1) : 0.0f;
 #pragma unroll
@@ -217,13 +213,13 @@ __device__ __forceinline__ void store_direct(const Params& p, const HopperTile& 
 // A consumer warpgroup computes rows [64 * consumer, 64 * consumer + 64) of each tile: per
 // stage four k16 wgmmas, one commit group; the group of the previous stage is waited for
 // (wait_group 1) before that stage is handed back, so one stage of MMAs is always in flight.
-template <class In, class Out, bool BNMajor>
+template <class In, class Out, bool BNMajor, int TileN>
 __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_c, int consumer, uint8_t* smem_a,
                                         uint8_t* smem_b, uint8_t* staging, uint64_t* full, uint64_t* empty) {
-  constexpr int Stages = kStages<Out>;
+  constexpr WgmmaAB kAB = std::is_same_v<In, half> ? WgmmaAB::f16 : WgmmaAB::bf16;
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
   const uint32_t a_base = smem_address(smem_a) + consumer * 64 * 128, b_base = smem_address(smem_b);
-  float acc[64];
+  float acc[TileN / 2];
   int stage = 0;
   uint32_t phase = 0;
   for (int64_t tt = blockIdx.x; tt < p.tiles; tt += gridDim.x) {
@@ -231,7 +227,7 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
     int prev = -1;
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       mbarrier_wait(&full[stage], phase);
-      const uint32_t a_addr = a_base + stage * kTileABytes, b_addr = b_base + stage * kTileBBytes;
+      const uint32_t a_addr = a_base + stage * kTileABytes, b_addr = b_base + stage * kTileBBytes<TileN>;
 #pragma unroll
       for (float& r : acc) wgmma_fence_operand(r);
       wgmma_fence();
@@ -239,7 +235,7 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
       for (int ks = 0; ks < kTileK / 16; ++ks) {
         const uint64_t b_desc = BNMajor ? wgmma_mnmajor_sw128_descriptor(b_addr, ks, kBoxBytes)
                                         : wgmma_kmajor_sw128_descriptor(b_addr, ks);
-        wgmma_64x128x16<In, BNMajor>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), b_desc, kb > 0 || ks > 0);
+        wgmma_m64k16<TileN, kAB, BNMajor>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), b_desc, kb > 0 || ks > 0);
       }
       wgmma_commit();
 #pragma unroll
@@ -247,7 +243,7 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
       wgmma_wait<1>();
       if (prev >= 0) mbarrier_arrive(&empty[prev]);
       prev = stage;
-      if (++stage == Stages) {
+      if (++stage == kStages<TileN>) {
         stage = 0;
         phase ^= 1;
       }
@@ -256,27 +252,27 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
 #pragma unroll
     for (float& r : acc) wgmma_fence_operand(r);
     mbarrier_arrive(&empty[prev]);
-    if (p.staged_store) store_staged<Out>(p, map_c, tile, consumer, acc, staging);
-    else store_direct<Out>(p, tile, consumer, acc);
+    if (p.staged_store) store_staged<Out, TileN>(p, map_c, tile, consumer, acc, staging);
+    else store_direct<Out, TileN>(p, tile, consumer, acc);
   }
   // The last tile's store must have read the staging tile before the block's shared memory goes.
   if (p.staged_store && threadIdx.x % kWarpgroup == 0) tma_store_wait_read<0>();
 }
 #endif
 
-template <class In, class Out, bool BNMajor>
+template <class In, class Out, bool BNMajor, int TileN>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const Params p) {
 #if defined(HG_HOPPER_DEVICE_CODE)
   // Register budgets after setmaxnreg: 40 + 2 x 232 per thread-slot of 128 = 504 <= 3 x 168
   // (65536 registers / 384 threads, rounded down to 8), what __launch_bounds__ gives at entry.
-  constexpr int kProducerRegs = 40, kConsumerRegs = 232, Stages = kStages<Out>;
+  constexpr int kProducerRegs = 40, kConsumerRegs = 232, Stages = kStages<TileN>;
   uint8_t* raw = dynamic_shared_memory<uint8_t>();
   uint8_t* smem_a = raw + ((1024u - (smem_address(raw) & 1023u)) & 1023u);
   uint8_t* smem_b = smem_a + Stages * kTileABytes;
-  uint8_t* staging = smem_b + Stages * kTileBBytes;
-  auto* full = reinterpret_cast<uint64_t*>(staging + kConsumers * kStagingBytes<Out>);
+  uint8_t* staging = smem_b + Stages * kTileBBytes<TileN>;
+  auto* full = reinterpret_cast<uint64_t*>(staging + kConsumers * kStagingBytes);
   uint64_t* empty = full + Stages;
   const int warpgroup = static_cast<int>(threadIdx.x) / kWarpgroup;
   if (threadIdx.x == 0) {
@@ -293,12 +289,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (warpgroup == 0) {
     warpgroup_reg_dealloc<kProducerRegs>();
-    if (threadIdx.x == 0) produce<BNMajor, Stages>(p, &map_a, &map_b, smem_a, smem_b, full, empty);
+    if (threadIdx.x == 0) produce<BNMajor, TileN>(p, &map_a, &map_b, smem_a, smem_b, full, empty);
   } else {
     warpgroup_reg_alloc<kConsumerRegs>();
     const int consumer = warpgroup - 1;
-    consume<In, Out, BNMajor>(p, &map_c, consumer, smem_a, smem_b, staging + consumer * kStagingBytes<Out>, full,
-                              empty);
+    consume<In, Out, BNMajor, TileN>(p, &map_c, consumer, smem_a, smem_b, staging + consumer * kStagingBytes, full,
+                                     empty);
   }
 #endif
 }
@@ -389,34 +385,42 @@ bool output_storable(const HopperGemm& g) {
   return aligned16(g.c) && g.ldc * es % 16 == 0 && batches_ok;
 }
 
-template <class In, class Out, bool BNMajor>
+// The kernel's name in the kernel log: the tile, how B is read, how C is written.
+const char* variant_name(int tile_n, bool b_n_major, bool staged_store) {
+  return kernel_label("hopper_gemm", std::string(tile_n == 256 ? "128x256" : "128x128") +
+                                         (b_n_major ? ", B N-major" : ", B K-major") +
+                                         (staged_store ? ", TMA stores" : ", direct stores"));
+}
+
+template <class In, class Out, bool BNMajor, int TileN>
 void run(const HopperGemm& g, const Params& p, int sms) {
   const CUtensorMap map_a = k_major_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a, kHopperTileM);
   const CUtensorMap map_b = BNMajor ? n_major_map(g)
-                                    : k_major_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b,
-                                                  kHopperTileN);
+                                    : k_major_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b, TileN);
   const CUtensorMap map_c = p.staged_store ? output_map(g) : CUtensorMap{};
   const auto grid = static_cast<unsigned>(std::min<int64_t>(p.tiles, sms));
-  static const char* const names[2][2] = {
-      {kernel_label("hopper_gemm", "B K-major, direct stores"), kernel_label("hopper_gemm", "B K-major, TMA stores")},
-      {kernel_label("hopper_gemm", "B N-major, direct stores"), kernel_label("hopper_gemm", "B N-major, TMA stores")}};
-  launch(hopper_gemm_kernel<In, Out, BNMajor>,
-         {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes<Out>,
-          .stream = current_stream(g.device), .name = names[BNMajor][p.staged_store]},
+  launch(hopper_gemm_kernel<In, Out, BNMajor, TileN>,
+         {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes<TileN>,
+          .stream = current_stream(g.device), .name = variant_name(TileN, BNMajor, p.staged_store)},
          map_a, map_b, map_c, p);
 }
 
 template <class In, class Out>
-void run_for_layout(const HopperGemm& g, const Params& p, int sms) {
-  if (g.b_n_major) run<In, Out, true>(g, p, sms);
-  else run<In, Out, false>(g, p, sms);
+void run_for_layout(const HopperGemm& g, const Params& p, int sms, int tile_n) {
+  if (tile_n == 256) {
+    if (g.b_n_major) run<In, Out, true, 256>(g, p, sms);
+    else run<In, Out, false, 256>(g, p, sms);
+  } else {
+    if (g.b_n_major) run<In, Out, true, 128>(g, p, sms);
+    else run<In, Out, false, 128>(g, p, sms);
+  }
 }
 
 template <class In>
-void run_for_output(const HopperGemm& g, const Params& p, int sms) {
-  if (g.c_dtype == DType::f16) run_for_layout<In, half>(g, p, sms);
-  else if (g.c_dtype == DType::bf16) run_for_layout<In, bfloat16>(g, p, sms);
-  else run_for_layout<In, float>(g, p, sms);
+void run_for_output(const HopperGemm& g, const Params& p, int sms, int tile_n) {
+  if (g.c_dtype == DType::f16) run_for_layout<In, half>(g, p, sms, tile_n);
+  else if (g.c_dtype == DType::bf16) run_for_layout<In, bfloat16>(g, p, sms, tile_n);
+  else run_for_layout<In, float>(g, p, sms, tile_n);
 }
 
 }  // namespace
@@ -442,7 +446,7 @@ const char* hopper_gemm_device_refusal(int device) {
     cudaError_t fa;
     {
       const DeviceGuard guard(device);  // the image is looked up on the current device
-      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float, false>);
+      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float, false, 128>);
     }
     if (fa != cudaSuccess) cudaGetLastError();
     verdict[device] = prop.major != 9 || prop.minor != 0 ? "the device is not sm_90 (Hopper)"
@@ -481,7 +485,10 @@ bool hopper_gemm(const HopperGemm& g) {
   HG_CHECK(g.batches == 0 || g.M == 0 || g.N == 0 || (g.a && g.b && g.c),
            "hopper_gemm: A, B and C must be given (non-null) for a non-empty product");
   if (g.batches == 0 || hopper_gemm_refusal(g) != nullptr) return false;
-  const int64_t tiles_m = (g.M + kHopperTileM - 1) / kHopperTileM, tiles_n = (g.N + kHopperTileN - 1) / kHopperTileN;
+  int sms = 0;
+  HG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g.device));
+  const int tile_n = hopper_tile_n(g.batches, g.M, g.N, sms);
+  const int64_t tiles_m = (g.M + kHopperTileM - 1) / kHopperTileM, tiles_n = (g.N + tile_n - 1) / tile_n;
   const size_t out_pair = 2 * dtype_size(g.c_dtype);
   const Params p{.M = g.M, .N = g.N, .K = g.K, .tiles_m = tiles_m, .tiles_n = tiles_n,
                  .tiles = g.batches * tiles_m * tiles_n, .a_batched = g.batch_stride_a != 0,
@@ -495,10 +502,8 @@ bool hopper_gemm(const HopperGemm& g) {
                               : g.bias_dtype == DType::f16 ? BiasKind::f16
                                                            : BiasKind::bf16,
                  .relu = g.relu};
-  int sms = 0;
-  HG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g.device));
-  if (g.ab_dtype == DType::f16) run_for_output<half>(g, p, sms);
-  else run_for_output<bfloat16>(g, p, sms);
+  if (g.ab_dtype == DType::f16) run_for_output<half>(g, p, sms, tile_n);
+  else run_for_output<bfloat16>(g, p, sms, tile_n);
   return true;
 }
 

@@ -57,9 +57,18 @@ const char* hopper_gemm_device_refusal(int device);
 // store their values directly.
 bool hopper_gemm(const HopperGemm& g);
 
-// Output tiles are kHopperTileM x kHopperTileN; each CTA of the persistent grid takes tiles
-// t = blockIdx.x, blockIdx.x + gridDim.x, ...
-inline constexpr int kHopperTileM = 128, kHopperTileN = 128, kHopperGroupM = 8;
+// Output tiles are kHopperTileM x 128 or, for wide products, x 256 (each wgmma is then
+// m64n256k16: half the shared-memory reads of A per flop); each CTA of the persistent grid
+// takes tiles t = blockIdx.x, blockIdx.x + gridDim.x, ...
+inline constexpr int kHopperTileM = 128, kHopperGroupM = 8;
+
+// The tile width for a product on a GPU with `sms` multiprocessors: 256 when N is at least
+// 256 and the 128 x 256 tiles still give every multiprocessor one (a persistent grid of
+// fewer wide tiles would leave SMs idle that 128 x 128 tiles keep busy), else 128.
+HG_HOST_DEVICE int hopper_tile_n(int64_t batches, int64_t M, int64_t N, int sms) {
+  const int64_t wide_tiles = batches * ((M + kHopperTileM - 1) / kHopperTileM) * ((N + 255) / 256);
+  return N >= 256 && wide_tiles >= sms ? 256 : 128;
+}
 
 struct HopperTile {
   int64_t z, tile_m, tile_n;

@@ -72,47 +72,75 @@ HG_DEVICE void warpgroup_reg_dealloc() {
 #endif
 }
 
-// D (64 x 128, f32) = A (64 x 16) * B (16 x 128) + (accumulate ? D : 0), A and B f16 or
-// bf16 in shared memory, A K-major (imm-trans-a 0), B K-major (the plain names, imm-trans-b
-// 0) or MN-major (the _bmn names, imm-trans-b 1: B stored N-contiguous), unscaled
-// (imm-scale 1). accumulate is the scale-d predicate: false starts a fresh sum.
-// One definition for every variant (the instruction differs only in its type suffix and
-// the transpose immediate).
-#if defined(HG_CUDA_EMULATION)
-#define HG_WGMMA_M64N128K16(name, ab_types, type, trans_b)                                            \
-  HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {             \
-    emu::wgmma_issue(emu::WgmmaType::type, 128, a_desc, false, b_desc, trans_b[0] == '1', accumulate, d); \
-  }
-#else
-#define HG_WGMMA_M64N128K16(name, ab_types, type, trans_b)                                               \
-  HG_DEVICE void name(float d[64], uint64_t a_desc, uint64_t b_desc, bool accumulate) {                 \
-    asm volatile(                                                                                         \
-        "{\n"                                                                                             \
-        ".reg .pred p;\n"                                                                                 \
-        "setp.ne.b32 p, %66, 0;\n"                                                                        \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." ab_types " "                                       \
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
-        "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,"   \
-        "%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "                                           \
-        "%64, %65, p, 1, 1, 0, " trans_b ";\n"                                                          \
-        "}\n"                                                                                             \
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),         \
-          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),       \
-          "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),       \
-          "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),       \
-          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),       \
-          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),       \
-          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),       \
-          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])        \
-        : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)));                                   \
-  }
-#endif
+// D (64 x N, f32) = A (64 x 16) * B (16 x N) + (accumulate ? D : 0), N = 128 or 256, A and B
+// f16 or bf16 in shared memory, A K-major (imm-trans-a 0), B K-major (BNMajor false,
+// imm-trans-b 0) or MN-major (BNMajor true, imm-trans-b 1: B stored N-contiguous), unscaled
+// (imm-scale 1). accumulate is the scale-d predicate: false starts a fresh sum. d is the
+// thread's N / 2 accumulators (the fragment in the comment at the top).
+enum class WgmmaAB : uint8_t { f16, bf16 };
 
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16, "f16.f16", f16, "0")
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16, "bf16.bf16", bf16, "0")
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_f16_bmn, "f16.f16", f16, "1")
-HG_WGMMA_M64N128K16(wgmma_m64n128k16_bf16_bmn, "bf16.bf16", bf16, "1")
-#undef HG_WGMMA_M64N128K16
+// The accumulator operands of the inline PTX: N / 2 "+f" registers, 8 per line.
+#define HG_WGMMA_ACC8(i) "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define HG_WGMMA_ACC64                                                                                  \
+  HG_WGMMA_ACC8(0), HG_WGMMA_ACC8(8), HG_WGMMA_ACC8(16), HG_WGMMA_ACC8(24), HG_WGMMA_ACC8(32),        \
+      HG_WGMMA_ACC8(40), HG_WGMMA_ACC8(48), HG_WGMMA_ACC8(56)
+#define HG_WGMMA_ACC128                                                                                 \
+  HG_WGMMA_ACC64, HG_WGMMA_ACC8(64), HG_WGMMA_ACC8(72), HG_WGMMA_ACC8(80), HG_WGMMA_ACC8(88),         \
+      HG_WGMMA_ACC8(96), HG_WGMMA_ACC8(104), HG_WGMMA_ACC8(112), HG_WGMMA_ACC8(120)
+#define HG_WGMMA_REGS64 \
+  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
+  "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51," \
+  "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}"
+#define HG_WGMMA_REGS128 \
+  "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26," \
+  "%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51," \
+  "%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76," \
+  "%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,%98,%99,%100," \
+  "%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120," \
+  "%121,%122,%123,%124,%125,%126,%127}"
+
+// One instruction: shape "m64n<N>k16", types "f16.f16" or "bf16.bf16", the transpose-b
+// immediate "0" or "1"; the accumulator register list and operands, then the descriptors
+// and the scale-d flag as the three operands after them (their numbers given).
+#define HG_WGMMA_ASM(shape, types, trans_b, regs, first_a, first_b, first_p, ...)                        \
+  asm volatile("{\n"                                                                                    \
+               ".reg .pred p;\n"                                                                        \
+               "setp.ne.b32 p, %" first_p ", 0;\n"                                                      \
+               "wgmma.mma_async.sync.aligned." shape ".f32." types " " regs ", %" first_a ", %" first_b   \
+               ", p, 1, 1, 0, " trans_b ";\n"                                                           \
+               "}\n"                                                                                    \
+               : __VA_ARGS__                                                                            \
+               : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)))
+
+template <int N, WgmmaAB AB, bool BNMajor>
+HG_DEVICE void wgmma_m64k16(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
+  static_assert(N == 128 || N == 256, "the kernels use m64n128k16 and m64n256k16");
+#if defined(HG_CUDA_EMULATION)
+  emu::wgmma_issue(AB == WgmmaAB::f16 ? emu::WgmmaType::f16 : emu::WgmmaType::bf16, N, a_desc, false, b_desc, BNMajor,
+                   accumulate, d);
+#else
+#define HG_WGMMA_CASE(n, types, trans_b, regs, a, b, p, ...) \
+  HG_WGMMA_ASM("m64n" #n "k16", types, trans_b, regs, a, b, p, __VA_ARGS__)
+  if constexpr (N == 128) {
+    if constexpr (AB == WgmmaAB::f16 && !BNMajor) HG_WGMMA_CASE(128, "f16.f16", "0", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    if constexpr (AB == WgmmaAB::f16 && BNMajor) HG_WGMMA_CASE(128, "f16.f16", "1", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    if constexpr (AB == WgmmaAB::bf16 && !BNMajor) HG_WGMMA_CASE(128, "bf16.bf16", "0", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    if constexpr (AB == WgmmaAB::bf16 && BNMajor) HG_WGMMA_CASE(128, "bf16.bf16", "1", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+  } else {
+    if constexpr (AB == WgmmaAB::f16 && !BNMajor) HG_WGMMA_CASE(256, "f16.f16", "0", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    if constexpr (AB == WgmmaAB::f16 && BNMajor) HG_WGMMA_CASE(256, "f16.f16", "1", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    if constexpr (AB == WgmmaAB::bf16 && !BNMajor) HG_WGMMA_CASE(256, "bf16.bf16", "0", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    if constexpr (AB == WgmmaAB::bf16 && BNMajor) HG_WGMMA_CASE(256, "bf16.bf16", "1", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+  }
+#undef HG_WGMMA_CASE
+#endif
+}
+
+#undef HG_WGMMA_ASM
+#undef HG_WGMMA_REGS128
+#undef HG_WGMMA_REGS64
+#undef HG_WGMMA_ACC128
+#undef HG_WGMMA_ACC64
+#undef HG_WGMMA_ACC8
 
 }  // namespace hg::cuda

@@ -44,6 +44,15 @@ TEST_CASE("hopper_tile visits every output tile once, in bands of 8 tile rows", 
   REQUIRE(cuda::hopper_tile(16 * 4 + 2, 17, 4).tile_n == 2);
 }
 
+TEST_CASE("hopper_tile_n takes 256-wide tiles for wide products that still fill the GPU", "[cuda][hopper]") {
+  REQUIRE(cuda::hopper_tile_n(1, 8192, 8192, 132) == 256);  // 64 x 32 = 2048 wide tiles on an H100/H200
+  REQUIRE(cuda::hopper_tile_n(1, 8192, 255, 132) == 128);   // narrower than one wide tile
+  REQUIRE(cuda::hopper_tile_n(1, 1024, 768, 132) == 128);   // 8 x 3 = 24 wide tiles would idle 108 SMs
+  REQUIRE(cuda::hopper_tile_n(6, 1024, 768, 132) == 256);   // 6 x 24 = 144 wide tiles: every SM gets one
+  REQUIRE(cuda::hopper_tile_n(4, 1024, 768, 2) == 256);     // the emulation's 2 SMs
+  REQUIRE(cuda::hopper_tile_n(1, 128, 256, 1) == 256);      // one tile, one SM
+}
+
 TEST_CASE("wgmma descriptors pack the PTX ISA's fields", "[cuda][hopper]") {
   // Start 0x400 >> 4 in bits 0-13, LBO 16 >> 4 in bits 16-29, SBO 1024 >> 4 in bits 32-45,
   // swizzle mode 1 (128B) in bits 62-63, worked out by hand from the ISA's table.
@@ -90,6 +99,9 @@ TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][
                         {3, 64, 72, 200, false, 0},    {2, 300, 260, 1000, true, 0}, {1, 129, 1000, 136, false, 8},
                         {4, 1024, 768, 256, false, 0}};  // 192 tiles: more than the SMs, CTAs take several
   const Epilogue epilogues[] = {{1.0f, false, false}, {0.5f, true, true}, {-2.0f, true, false}};
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const int sms = prop.multiProcessorCount;  // the tile width depends on it (hopper_tile_n)
   uint64_t seed = 100;
   for (const Case& c : cases) {
     for (DType ab : {f16, bf16}) {
@@ -130,8 +142,10 @@ TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][
             // TMA stores the output where its rows (and batches) are whole multiples of 16 bytes.
             const auto es = static_cast<int64_t>(dtype_size(out_dt));
             const bool tma_store = c.N * es % 16 == 0 && (c.B == 1 || c.M * c.N * es % 16 == 0);
-            const std::string want_kernel = std::string("hopper_gemm (B ") + (n_major ? "N" : "K") + "-major, " +
-                                            (tma_store ? "TMA" : "direct") + " stores)";
+            const int tile_n = cuda::hopper_tile_n(c.B, c.M, c.N, sms);
+            const std::string want_kernel = std::string("hopper_gemm (128x") + std::to_string(tile_n) + ", B " +
+                                            (n_major ? "N" : "K") + "-major, " + (tma_store ? "TMA" : "direct") +
+                                            " stores)";
             const cuda::KernelLog log;
             REQUIRE(cuda::hopper_gemm(g));
             REQUIRE(log.summary() == want_kernel);
