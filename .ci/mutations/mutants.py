@@ -98,7 +98,6 @@ MUTANTS = [
 """, replace=""),
     dict(name="hopper-stage-released-before-its-wgmma-retires", file="cuda/hopper_gemm.cu", tests=HOPPER,
          find="""      wgmma_wait<1>();""", replace="""      wgmma_wait<2>();"""),
-    dict(name="hopper-staging-tile-rewritten-before-store-read", file="cuda/hopper_gemm.cu", tests=HOPPER,
-         find="""  if (t == 0) tma_store_wait_read<0>();  // the previous tile's store has read the staging tile
-""", replace=""),
+    dict(name="hopper-staging-box-rewritten-before-store-read", file="cuda/hopper_gemm.cu", tests=HOPPER,
+         find="""    if (t == 0) tma_store_wait_read<1>();""", replace="""    if (t == 0) tma_store_wait_read<2>();"""),
 ]
