@@ -155,8 +155,8 @@ class Rows {
 };
 
 // One GEMM row: dtype, f32 mode, whether the Hopper kernel may run, and the layout of B:
-// NN multiplies a row-major B (what matmul sees), TN a transposed view A·B^T (what linear
-// sees, and the layout the Hopper kernel reads without copying B first).
+// NN multiplies a row-major B (what matmul sees; the Hopper kernel reads it N-major), TN a
+// transposed view A·B^T (what linear sees; read K-major).
 struct GemmMode {
   DType dt;
   cuda::F32Matmul f32;
@@ -167,10 +167,10 @@ struct GemmMode {
 void gemm_rows(Rows& rows, const std::vector<int64_t>& sizes, int runs) {
   using cuda::F32Matmul;
   const GemmMode modes[] = {{f16, F32Matmul::strict, false, false, "f16 mma.sync"},
-                            {f16, F32Matmul::strict, true, false, "f16 wgmma (NN: B transposed first)"},
+                            {f16, F32Matmul::strict, true, false, "f16 wgmma (NN: B read N-major)"},
                             {f16, F32Matmul::strict, true, true, "f16 wgmma (TN)"},
                             {bf16, F32Matmul::strict, false, false, "bf16 mma.sync"},
-                            {bf16, F32Matmul::strict, true, false, "bf16 wgmma (NN: B transposed first)"},
+                            {bf16, F32Matmul::strict, true, false, "bf16 wgmma (NN: B read N-major)"},
                             {bf16, F32Matmul::strict, true, true, "bf16 wgmma (TN)"},
                             {f32, F32Matmul::fast, false, false, "f32 fast (tf32)"},
                             {f32, F32Matmul::accurate, false, false, "f32 accurate (3xTF32)"},

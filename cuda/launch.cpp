@@ -14,7 +14,14 @@
 namespace hg::cuda {
 
 namespace {
-const cudaDeviceProp& properties(int device) {
+// Cached: a GPU's properties do not change. The emulated devices' can (a test makes cuda:0 an
+// sm_90 model for its scope, emu::set_compute_capability), so they are asked each time.
+cudaDeviceProp properties(int device) {
+#if defined(HG_CUDA_EMULATION)
+  cudaDeviceProp p{};
+  HG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  return p;
+#else
   static std::mutex mu;
   static std::vector<cudaDeviceProp> props;
   std::lock_guard<std::mutex> lock(mu);
@@ -23,6 +30,7 @@ const cudaDeviceProp& properties(int device) {
     for (int i = 0; i < device_count(); ++i) HG_CUDA_CHECK(cudaGetDeviceProperties(&props[static_cast<size_t>(i)], i));
   }
   return props[static_cast<size_t>(device)];
+#endif
 }
 
 std::mutex g_raised_mu;
@@ -46,7 +54,7 @@ void check_launch(const LaunchConfig& cfg) {
   const int dev = cfg.stream.device();
   HG_CHECK(dev >= 0 && dev < device_count(), "launch: cuda:", dev, " does not exist: ", device_count(),
            " CUDA device(s) available");
-  const cudaDeviceProp& p = properties(dev);
+  const cudaDeviceProp p = properties(dev);
   const std::string kernel = cfg.name ? detail::concat("launch of ", cfg.name) : std::string("kernel launch");
   const dim3 b = cfg.block, g = cfg.grid;
   const unsigned long long threads = 1ull * b.x * b.y * b.z;
