@@ -37,11 +37,11 @@
 namespace hg::cuda {
 namespace {
 
-// A stage holds a 128 x 64 tile of A and a TileN x 64 tile of B (TileN = 128 or 256). A's
-// rows (M) are 64 16-bit K-elements = 128 bytes, exactly one row of the 128-byte swizzle TMA
-// writes and wgmma reads. B is stored the same way when it is K-contiguous; when it is
-// N-contiguous (b_n_major) the stage holds TileN / 64 boxes of 64 K-rows x 64 N-elements
-// (128 bytes), which wgmma reads MN-major. Behind the stages, each consumer warpgroup has a
+// A stage holds a 128 x 64 tile of A and a TileN x 64 tile of B (TileN = 128 or 256). A
+// K-contiguous operand's rows (M or N) are 64 16-bit K-elements = 128 bytes, exactly one row
+// of the 128-byte swizzle TMA writes and wgmma reads; an MN-contiguous one (a_m_major,
+// b_n_major) is stored as boxes of 64 K-rows x 64 M- or N-elements (128 bytes), which wgmma
+// reads MN-major. Either way, consumer c's 64 rows of A are the 8 KiB at 8192 c. Behind the stages, each consumer warpgroup has a
 // 16 KiB staging buffer through which its 64 x TileN part of the output goes to the TMA store
 // in chunks (two boxes of 64 rows x 128 bytes, 128B-swizzled): 6 stages of 32 KiB for 128-wide
 // tiles, 4 of 48 KiB for 256-wide ones, within the 227 KiB an sm_90 block may use.
@@ -113,7 +113,7 @@ __device__ __forceinline__ void store_pair(const Params& p, Out* dst, int64_t co
 // The producer: one thread issues the TMA copies of each stage once the consumers have
 // released it; the full barrier completes when its one arrival and the stage's bytes land
 // (out-of-bounds box elements are zero-filled and still count as transferred bytes).
-template <bool BNMajor, int TileN>
+template <bool AMMajor, bool BNMajor, int TileN>
 __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_a, const CUtensorMap* map_b,
                                         uint8_t* smem_a, uint8_t* smem_b, uint64_t* full, uint64_t* empty) {
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
@@ -128,7 +128,13 @@ __device__ __forceinline__ void produce(const Params& p, const CUtensorMap* map_
       mbarrier_arrive_expect_tx(&full[stage], kStageBytes<TileN>);
       const auto k0 = static_cast<int32_t>(kb * kTileK);
       uint8_t* b_stage = smem_b + stage * kTileBBytes<TileN>;
-      tma_load_3d(smem_a + stage * kTileABytes, map_a, &full[stage], k0, m0, za);
+      uint8_t* a_stage = smem_a + stage * kTileABytes;
+      if constexpr (AMMajor) {  // two boxes of 64 M-rows, each 64 K deep
+        tma_load_3d(a_stage, map_a, &full[stage], m0, k0, za);
+        tma_load_3d(a_stage + kBoxBytes, map_a, &full[stage], m0 + 64, k0, za);
+      } else {
+        tma_load_3d(a_stage, map_a, &full[stage], k0, m0, za);
+      }
       if constexpr (BNMajor) {  // boxes of 64 N-columns, each 64 K-rows deep
 #pragma unroll
         for (int b = 0; b < TileN / 64; ++b) tma_load_3d(b_stage + b * kBoxBytes, map_b, &full[stage], n0 + 64 * b, k0, zb);
@@ -213,12 +219,12 @@ __device__ __forceinline__ void store_direct(const Params& p, const HopperTile& 
 // A consumer warpgroup computes rows [64 * consumer, 64 * consumer + 64) of each tile: per
 // stage four k16 wgmmas, one commit group; the group of the previous stage is waited for
 // (wait_group 1) before that stage is handed back, so one stage of MMAs is always in flight.
-template <class In, class Out, bool BNMajor, int TileN>
+template <class In, class Out, bool AMMajor, bool BNMajor, int TileN>
 __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_c, int consumer, uint8_t* smem_a,
                                         uint8_t* smem_b, uint8_t* staging, uint64_t* full, uint64_t* empty) {
   constexpr WgmmaAB kAB = std::is_same_v<In, half> ? WgmmaAB::f16 : WgmmaAB::bf16;
   const int64_t k_blocks = (p.K + kTileK - 1) / kTileK;
-  const uint32_t a_base = smem_address(smem_a) + consumer * 64 * 128, b_base = smem_address(smem_b);
+  const uint32_t a_base = smem_address(smem_a) + consumer * kBoxBytes, b_base = smem_address(smem_b);
   float acc[TileN / 2];
   int stage = 0;
   uint32_t phase = 0;
@@ -235,7 +241,9 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
       for (int ks = 0; ks < kTileK / 16; ++ks) {
         const uint64_t b_desc = BNMajor ? wgmma_mnmajor_sw128_descriptor(b_addr, ks, kBoxBytes)
                                         : wgmma_kmajor_sw128_descriptor(b_addr, ks);
-        wgmma_m64k16<TileN, kAB, BNMajor>(acc, wgmma_kmajor_sw128_descriptor(a_addr, ks), b_desc, kb > 0 || ks > 0);
+        const uint64_t a_desc = AMMajor ? wgmma_mnmajor_sw128_descriptor(a_addr, ks, kBoxBytes)
+                                        : wgmma_kmajor_sw128_descriptor(a_addr, ks);
+        wgmma_m64k16<TileN, kAB, AMMajor, BNMajor>(acc, a_desc, b_desc, kb > 0 || ks > 0);
       }
       wgmma_commit();
 #pragma unroll
@@ -260,7 +268,7 @@ __device__ __forceinline__ void consume(const Params& p, const CUtensorMap* map_
 }
 #endif
 
-template <class In, class Out, bool BNMajor, int TileN>
+template <class In, class Out, bool AMMajor, bool BNMajor, int TileN>
 __global__ void __launch_bounds__(kThreads, 1)
     hopper_gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                        const __grid_constant__ CUtensorMap map_c, const Params p) {
@@ -289,12 +297,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (warpgroup == 0) {
     warpgroup_reg_dealloc<kProducerRegs>();
-    if (threadIdx.x == 0) produce<BNMajor, TileN>(p, &map_a, &map_b, smem_a, smem_b, full, empty);
+    if (threadIdx.x == 0) produce<AMMajor, BNMajor, TileN>(p, &map_a, &map_b, smem_a, smem_b, full, empty);
   } else {
     warpgroup_reg_alloc<kConsumerRegs>();
     const int consumer = warpgroup - 1;
-    consume<In, Out, BNMajor, TileN>(p, &map_c, consumer, smem_a, smem_b, staging + consumer * kStagingBytes, full,
-                                     empty);
+    consume<In, Out, AMMajor, BNMajor, TileN>(p, &map_c, consumer, smem_a, smem_b,
+                                              staging + consumer * kStagingBytes, full, empty);
   }
 #endif
 }
@@ -358,11 +366,13 @@ CUtensorMap k_major_map(DType dt, const void* p, int64_t rows, int64_t K, int64_
                     "a K-major operand");
 }
 
-// B as [batches, K, N], N contiguous: boxes of 64 N-elements x 64 K-rows.
-CUtensorMap n_major_map(const HopperGemm& g) {
-  const BatchDim z = batch_dim(g.batches, g.batch_stride_b, g.ldb * g.K, 2);
-  return tensor_map(g.ab_dtype, g.b, {static_cast<cuuint64_t>(g.N), static_cast<cuuint64_t>(g.K), z.count},
-                    {static_cast<cuuint64_t>(g.ldb) * 2, z.stride_bytes}, {64, kTileK, 1}, "B (N-major)");
+// An operand as [batches, K, rows], rows contiguous (A M-major, B N-major): boxes of 64
+// row-elements x 64 K-rows.
+CUtensorMap mn_major_map(DType dt, const void* p, int64_t rows, int64_t K, int64_t ld, int64_t batches,
+                         int64_t batch_stride) {
+  const BatchDim z = batch_dim(batches, batch_stride, ld * K, 2);
+  return tensor_map(dt, p, {static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(K), z.count},
+                    {static_cast<cuuint64_t>(ld) * 2, z.stride_bytes}, {64, kTileK, 1}, "an MN-major operand");
 }
 
 // C as [batches, M, N]: boxes of 128 bytes of a row (64 16-bit or 32 f32 values) x 64 rows,
@@ -385,42 +395,52 @@ bool output_storable(const HopperGemm& g) {
   return aligned16(g.c) && g.ldc * es % 16 == 0 && batches_ok;
 }
 
-// The kernel's name in the kernel log: the tile, how B is read, how C is written.
-const char* variant_name(int tile_n, bool b_n_major, bool staged_store) {
+// The kernel's name in the kernel log: the tile, how A and B are read, how C is written.
+const char* variant_name(int tile_n, bool a_m_major, bool b_n_major, bool staged_store) {
   return kernel_label("hopper_gemm", std::string(tile_n == 256 ? "128x256" : "128x128") +
+                                         (a_m_major ? ", A M-major" : ", A K-major") +
                                          (b_n_major ? ", B N-major" : ", B K-major") +
                                          (staged_store ? ", TMA stores" : ", direct stores"));
 }
 
-template <class In, class Out, bool BNMajor, int TileN>
+template <class In, class Out, bool AMMajor, bool BNMajor, int TileN>
 void run(const HopperGemm& g, const Params& p, int sms) {
-  const CUtensorMap map_a = k_major_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a, kHopperTileM);
-  const CUtensorMap map_b = BNMajor ? n_major_map(g)
+  const CUtensorMap map_a = AMMajor ? mn_major_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a)
+                                    : k_major_map(g.ab_dtype, g.a, g.M, g.K, g.lda, g.batches, g.batch_stride_a,
+                                                  kHopperTileM);
+  const CUtensorMap map_b = BNMajor ? mn_major_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b)
                                     : k_major_map(g.ab_dtype, g.b, g.N, g.K, g.ldb, g.batches, g.batch_stride_b, TileN);
   const CUtensorMap map_c = p.staged_store ? output_map(g) : CUtensorMap{};
   const auto grid = static_cast<unsigned>(std::min<int64_t>(p.tiles, sms));
-  launch(hopper_gemm_kernel<In, Out, BNMajor, TileN>,
+  launch(hopper_gemm_kernel<In, Out, AMMajor, BNMajor, TileN>,
          {.grid = dim3(grid), .block = dim3(kThreads), .shared_bytes = kSharedBytes<TileN>,
-          .stream = current_stream(g.device), .name = variant_name(TileN, BNMajor, p.staged_store)},
+          .stream = current_stream(g.device), .name = variant_name(TileN, AMMajor, BNMajor, p.staged_store)},
          map_a, map_b, map_c, p);
 }
 
+// The kernel variant for g's layouts and tile width (one instantiation per combination).
+template <class In, class Out, bool AMMajor, bool BNMajor>
+void run_for_tile(const HopperGemm& g, const Params& p, int sms, int tile_n) {
+  if (tile_n == 256) run<In, Out, AMMajor, BNMajor, 256>(g, p, sms);
+  else run<In, Out, AMMajor, BNMajor, 128>(g, p, sms);
+}
+
+template <class In, class Out, bool AMMajor>
+void run_for_b(const HopperGemm& g, const Params& p, int sms, int tile_n) {
+  if (g.b_n_major) run_for_tile<In, Out, AMMajor, true>(g, p, sms, tile_n);
+  else run_for_tile<In, Out, AMMajor, false>(g, p, sms, tile_n);
+}
+
 template <class In, class Out>
-void run_for_layout(const HopperGemm& g, const Params& p, int sms, int tile_n) {
-  if (tile_n == 256) {
-    if (g.b_n_major) run<In, Out, true, 256>(g, p, sms);
-    else run<In, Out, false, 256>(g, p, sms);
-  } else {
-    if (g.b_n_major) run<In, Out, true, 128>(g, p, sms);
-    else run<In, Out, false, 128>(g, p, sms);
-  }
+void run_for_a(const HopperGemm& g, const Params& p, int sms, int tile_n) {
+  if (g.a_m_major) run_for_b<In, Out, true>(g, p, sms, tile_n);
+  else run_for_b<In, Out, false>(g, p, sms, tile_n);
 }
 
 template <class In>
 void run_for_output(const HopperGemm& g, const Params& p, int sms, int tile_n) {
-  if (g.c_dtype == DType::f16) run_for_layout<In, half>(g, p, sms, tile_n);
-  else if (g.c_dtype == DType::bf16) run_for_layout<In, bfloat16>(g, p, sms, tile_n);
-  else run_for_layout<In, float>(g, p, sms, tile_n);
+  if (g.c_dtype == DType::f32) run_for_a<In, float>(g, p, sms, tile_n);
+  else run_for_a<In, In>(g, p, sms, tile_n);
 }
 
 }  // namespace
@@ -446,7 +466,7 @@ const char* hopper_gemm_device_refusal(int device) {
     cudaError_t fa;
     {
       const DeviceGuard guard(device);  // the image is looked up on the current device
-      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float, false, 128>);
+      fa = cudaFuncGetAttributes(&attr, hopper_gemm_kernel<half, float, false, false, 128>);
     }
     if (fa != cudaSuccess) cudaGetLastError();
     verdict[device] = prop.major != 9 || prop.minor != 0 ? "the device is not sm_90 (Hopper)"
@@ -463,7 +483,7 @@ const char* hopper_gemm_device_refusal(int device) {
 const char* hopper_gemm_refusal(const HopperGemm& g) {
   const auto two_byte = [](DType d) { return d == DType::f16 || d == DType::bf16; };
   if (!two_byte(g.ab_dtype)) return "A and B must be f16 or bf16";
-  if (!two_byte(g.c_dtype) && g.c_dtype != DType::f32) return "C must be f16, bf16 or f32";
+  if (g.c_dtype != g.ab_dtype && g.c_dtype != DType::f32) return "C must be f32 or A and B's dtype";
   if (g.bias && !two_byte(g.bias_dtype) && g.bias_dtype != DType::f32) return "the bias must be f16, bf16 or f32";
   if (g.M < 64 || g.N < 64 || g.K < 64) return "M, N and K must be at least 64 (smaller products: mma.sync)";
   constexpr int64_t kMax = int64_t{1} << 31;
@@ -477,9 +497,10 @@ const char* hopper_gemm_refusal(const HopperGemm& g) {
 bool hopper_gemm(const HopperGemm& g) {
   HG_CHECK(g.batches >= 0 && g.M >= 0 && g.N >= 0 && g.K >= 0, "hopper_gemm: sizes must be >= 0, got batches ",
            g.batches, ", M ", g.M, ", N ", g.N, ", K ", g.K);
-  HG_CHECK(g.lda >= g.K && g.ldb >= (g.b_n_major ? g.N : g.K) && g.ldc >= g.N, "hopper_gemm: need lda >= K, ldb >= ",
+  HG_CHECK(g.lda >= (g.a_m_major ? g.M : g.K) && g.ldb >= (g.b_n_major ? g.N : g.K) && g.ldc >= g.N,
+           "hopper_gemm: need lda >= ", g.a_m_major ? "M (A M-major)" : "K", ", ldb >= ",
            g.b_n_major ? "N (B N-major)" : "K", " and ldc >= N, got lda ", g.lda, ", ldb ", g.ldb, ", ldc ", g.ldc,
-           " for K ", g.K, ", N ", g.N);
+           " for M ", g.M, ", K ", g.K, ", N ", g.N);
   HG_CHECK(g.batch_stride_a >= 0 && g.batch_stride_b >= 0 && g.batch_stride_c >= 0,
            "hopper_gemm: batch strides must be >= 0");
   HG_CHECK(g.batches == 0 || g.M == 0 || g.N == 0 || (g.a && g.b && g.c),

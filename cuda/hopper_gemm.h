@@ -12,6 +12,8 @@ namespace hg::cuda {
 
 // C[z] = epilogue(A[z] · B[z]^T) for z < batches, strides in elements:
 //   A[z](m, k) = a[z * batch_stride_a + m * lda + k]   (M x K, row-major, K contiguous)
+//             or a[z * batch_stride_a + k * lda + m]   with a_m_major: M contiguous (the
+//                                                        transpose of a row-major K x M matrix)
 //   B[z](n, k) = b[z * batch_stride_b + n * ldb + k]   (N x K, K contiguous: the "TN" layout;
 //                                                        a row-major K x N matrix is its transpose)
 //             or b[z * batch_stride_b + k * ldb + n]   with b_n_major: B given as a row-major
@@ -20,13 +22,14 @@ namespace hg::cuda {
 //   C[z](m, n) = c[z * batch_stride_c + m * ldc + n]   (M x N, row-major)
 // A and B are both f16 or both bf16; products accumulate in f32; the epilogue computes
 // relu?(fma(alpha, acc, bias[n])) in f32 (bias optional, f32/f16/bf16) and rounds once to
-// c_dtype (f16, bf16 or f32). A batch stride of 0 broadcasts that operand over z.
+// c_dtype (f32, or A and B's dtype). A batch stride of 0 broadcasts that operand over z.
 // Runs on device `device`'s current stream, asynchronously.
 struct HopperGemm {
   int64_t batches = 1, M = 0, N = 0, K = 0;
   DType ab_dtype = DType::f16;
   const void* a = nullptr;
   int64_t lda = 0, batch_stride_a = 0;
+  bool a_m_major = false;
   const void* b = nullptr;
   int64_t ldb = 0, batch_stride_b = 0;
   bool b_n_major = false;
@@ -51,7 +54,8 @@ const char* hopper_gemm_device_refusal(int device);
 
 // Runs the GEMM and returns true, or returns false having done nothing when
 // hopper_gemm_refusal(g) is not nullptr. Arguments that are wrong for any GEMM (negative
-// sizes, lda < K, ldb < K (N when b_n_major), ldc < N, missing pointers) raise hg::Error.
+// sizes, lda < K (M when a_m_major), ldb < K (N when b_n_major), ldc < N, missing pointers)
+// raise hg::Error.
 // The epilogue stages each output tile in shared memory and stores it with TMA when C allows
 // (16-byte aligned, ldc and the batch stride multiples of 16 bytes); otherwise the threads
 // store their values directly.

@@ -41,12 +41,16 @@ GemmOperandLayout layout(const Tensor& t, int64_t sz, int64_t sr, int64_t sk, in
   return {t.size(0), rows, K, sz, sr, sk, reinterpret_cast<uintptr_t>(t.data_ptr())};
 }
 
-// c = a · B^T (+ bias) on the kernel; a [B, M, K] as the plan left it, b_op either B^T
-// [B, N, K] K-contiguous or, with b_n_major, B [B, K, N] N-contiguous.
-bool run(const Tensor& a, const Tensor& b_op, bool b_n_major, const Tensor& bias, const Tensor& out) {
+// c = A · B^T (+ bias) on the kernel. a_op is A [B, M, K] K-contiguous or, with a_m_major,
+// A^T [B, K, M] M-contiguous; b_op is B^T [B, N, K] K-contiguous or, with b_n_major, B
+// [B, K, N] N-contiguous. Either way the leading stride is the operand's strides()[1].
+bool run(const Tensor& a_op, bool a_m_major, const Tensor& b_op, bool b_n_major, const Tensor& bias,
+         const Tensor& out) {
   HopperGemm g;
-  g.batches = out.size(0), g.M = a.size(1), g.K = a.size(2), g.N = out.size(2), g.ab_dtype = a.dtype();
-  g.a = a.data_ptr(), g.lda = a.strides()[1], g.batch_stride_a = a.size(0) == 1 ? 0 : a.strides()[0];
+  g.batches = out.size(0), g.M = out.size(1), g.N = out.size(2), g.K = a_m_major ? a_op.size(1) : a_op.size(2);
+  g.ab_dtype = a_op.dtype();
+  g.a = a_op.data_ptr(), g.lda = a_op.strides()[1], g.batch_stride_a = a_op.size(0) == 1 ? 0 : a_op.strides()[0];
+  g.a_m_major = a_m_major;
   g.b = b_op.data_ptr(), g.ldb = b_op.strides()[1], g.batch_stride_b = b_op.size(0) == 1 ? 0 : b_op.strides()[0];
   g.b_n_major = b_n_major;
   g.c = out.data_ptr(), g.c_dtype = out.dtype(), g.ldc = g.N, g.batch_stride_c = g.M * g.N;
@@ -69,13 +73,16 @@ bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
     return false;
   }
   if (!trusted(a.device(), a.dtype())) return false;
-  const Tensor a_k = plan.copy_a ? a.contiguous() : a;
-  if (plan.b_n_major) return run(a_k, b, true, Tensor(), out);  // a row-major b, read as it is
+  // A as it is (K-contiguous), as its M-contiguous transpose, or a K-contiguous copy.
+  const Tensor a_op = plan.a_m_major ? a.transpose(1, 2) : plan.copy_a ? a.contiguous() : a;
+  if (plan.copy_a) note_slow_path("bmm (Hopper kernel)", "A is neither K- nor M-contiguous with aligned rows: copied first");
+  // B as it is (N-contiguous: a row-major b), as its K-contiguous transpose, or a transposed copy.
+  if (plan.b_n_major) return run(a_op, plan.a_m_major, b, true, Tensor(), out);
   const Tensor bt = plan.copy_b ? transpose_k_major(b) : b.transpose(1, 2);
   if (plan.copy_b)
     note_slow_path("bmm (Hopper kernel)", "B is neither K- nor N-contiguous with aligned rows: transposed into a "
                                           "temporary first");
-  return run(a_k, bt, false, Tensor(), out);
+  return run(a_op, plan.a_m_major, bt, false, Tensor(), out);
 }
 
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out) {
@@ -90,8 +97,9 @@ bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const T
     return false;
   }
   if (!trusted(x.device(), x.dtype())) return false;
-  if (plan.b_n_major) return run(x3, w3.transpose(1, 2), true, bias, out.view({1, M, N}));  // w [N, K] N-contiguous
-  return run(x3, w3, false, bias, out.view({1, M, N}));
+  const Tensor a_op = plan.a_m_major ? x3.transpose(1, 2) : x3;  // x [M, K] M-contiguous: read as x^T
+  const Tensor b_op = plan.b_n_major ? w3.transpose(1, 2) : w3;  // w [N, K] N-contiguous: read as w^T
+  return run(a_op, plan.a_m_major, b_op, plan.b_n_major, bias, out.view({1, M, N}));
 }
 
 }  // namespace hg::cuda

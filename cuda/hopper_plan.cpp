@@ -10,7 +10,7 @@ bool hopper_operand_readable(const GemmOperandLayout& op) {
          batch_stride % 8 == 0 && op.address % 16 == 0;
 }
 
-bool hopper_operand_readable_n_major(const GemmOperandLayout& op) {
+bool hopper_operand_readable_mn_major(const GemmOperandLayout& op) {
   const int64_t batch_stride = op.batches == 1 ? 0 : op.batch_stride;
   return (op.row_stride == 1 || op.rows == 1) && op.k_stride >= op.rows && op.k_stride % 8 == 0 && batch_stride >= 0 &&
          batch_stride % 8 == 0 && op.address % 16 == 0;
@@ -27,7 +27,11 @@ HopperPlan plan_hopper_gemm(DType dt, const GemmOperandLayout& a, const GemmOper
   HopperPlan plan;
   plan.copy_a = !hopper_operand_readable(a);
   plan.copy_b = !hopper_operand_readable(bt);
-  if (plan.copy_b && hopper_operand_readable_n_major(bt)) {
+  if (plan.copy_a && hopper_operand_readable_mn_major(a)) {
+    plan.copy_a = false;
+    plan.a_m_major = true;
+  }
+  if (plan.copy_b && hopper_operand_readable_mn_major(bt)) {
     plan.copy_b = false;
     plan.b_n_major = true;
   }
@@ -37,10 +41,10 @@ HopperPlan plan_hopper_gemm(DType dt, const GemmOperandLayout& a, const GemmOper
   if (a.K % 8 != 0) return {"K is not a multiple of 8 and an operand is not K-contiguous with 16-byte aligned rows"};
   if (!allow_copies)
     return {plan.copy_b ? "the weight is neither K- nor N-contiguous with 16-byte aligned rows"
-                        : "the input is not K-contiguous with 16-byte aligned rows"};
+                        : "the input is neither K- nor M-contiguous with 16-byte aligned rows"};
   if (a.rows * bt.rows < kHopperMinCopiedOutput)
-    return {"an operand is not readable as it is (A not K-contiguous, B neither K- nor N-contiguous, with 16-byte "
-            "aligned rows: an expanded, strided or unaligned view) and the product is too small to pay for a copy"};
+    return {"an operand is neither K- nor M/N-contiguous with 16-byte aligned rows (an expanded, strided or "
+            "unaligned view) and the product is too small to pay for a copy"};
   return plan;
 }
 

@@ -21,11 +21,11 @@ struct GemmOperandLayout {
 // The verdict: decline is the reason the kernel does not take the product (a sentence,
 // static storage, so a caller can report each reason once), nullptr when it does; copy_a /
 // copy_b say that the operand must first be made K-contiguous (then row stride K);
-// b_n_major that B is read as it is, N-contiguous (a row-major K x N matrix), by wgmma's
-// transpose mode.
+// a_m_major / b_n_major that it is read as it is, M- / N-contiguous (A the transpose of a
+// row-major K x M matrix, B a row-major K x N one), by wgmma's transpose modes.
 struct HopperPlan {
   const char* decline = nullptr;
-  bool copy_a = false, copy_b = false, b_n_major = false;
+  bool copy_a = false, copy_b = false, a_m_major = false, b_n_major = false;
 };
 
 // Products smaller than this many output elements are declined rather than pay for a copy.
@@ -39,8 +39,8 @@ HopperPlan plan_hopper_gemm(DType dt, const GemmOperandLayout& a, const GemmOper
 // Whether TMA can read the operand as it is: K-contiguous, rows at least K apart, the start
 // 16-byte aligned and the row and batch strides multiples of 16 bytes (8 elements).
 bool hopper_operand_readable(const GemmOperandLayout& op);
-// Whether TMA can read it N-contiguous instead (B only): rows (N) contiguous, K steps at least
-// N elements apart, the same alignment rules for the K and batch strides.
-bool hopper_operand_readable_n_major(const GemmOperandLayout& op);
+// Whether TMA can read it MN-contiguous instead: rows (M or N) contiguous, K steps at least
+// `rows` elements apart, the same alignment rules for the K and batch strides.
+bool hopper_operand_readable_mn_major(const GemmOperandLayout& op);
 
 }  // namespace hg::cuda

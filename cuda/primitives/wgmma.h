@@ -73,9 +73,8 @@ HG_DEVICE void warpgroup_reg_dealloc() {
 }
 
 // D (64 x N, f32) = A (64 x 16) * B (16 x N) + (accumulate ? D : 0), N = 128 or 256, A and B
-// f16 or bf16 in shared memory, A K-major (imm-trans-a 0), B K-major (BNMajor false,
-// imm-trans-b 0) or MN-major (BNMajor true, imm-trans-b 1: B stored N-contiguous), unscaled
-// (imm-scale 1). accumulate is the scale-d predicate: false starts a fresh sum. d is the
+// f16 or bf16 in shared memory, each K-major (imm-trans 0) or MN-major (AMNMajor / BNMajor,
+// imm-trans 1: A stored M-contiguous, B N-contiguous), unscaled (imm-scale 1). accumulate is the scale-d predicate: false starts a fresh sum. d is the
 // thread's N / 2 accumulators (the fragment in the comment at the top).
 enum class WgmmaAB : uint8_t { f16, bf16 };
 
@@ -99,40 +98,46 @@ enum class WgmmaAB : uint8_t { f16, bf16 };
   "%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120," \
   "%121,%122,%123,%124,%125,%126,%127}"
 
-// One instruction: shape "m64n<N>k16", types "f16.f16" or "bf16.bf16", the transpose-b
-// immediate "0" or "1"; the accumulator register list and operands, then the descriptors
+// One instruction: shape "m64n<N>k16", types "f16.f16" or "bf16.bf16", the transpose
+// immediates "0" or "1"; the accumulator register list and operands, then the descriptors
 // and the scale-d flag as the three operands after them (their numbers given).
-#define HG_WGMMA_ASM(shape, types, trans_b, regs, first_a, first_b, first_p, ...)                        \
+#define HG_WGMMA_ASM(shape, types, trans_a, trans_b, regs, first_a, first_b, first_p, ...)               \
   asm volatile("{\n"                                                                                    \
                ".reg .pred p;\n"                                                                        \
                "setp.ne.b32 p, %" first_p ", 0;\n"                                                      \
                "wgmma.mma_async.sync.aligned." shape ".f32." types " " regs ", %" first_a ", %" first_b   \
-               ", p, 1, 1, 0, " trans_b ";\n"                                                           \
+               ", p, 1, 1, " trans_a ", " trans_b ";\n"                                                 \
                "}\n"                                                                                    \
                : __VA_ARGS__                                                                            \
                : "l"(a_desc), "l"(b_desc), "r"(static_cast<int>(accumulate)))
 
-template <int N, WgmmaAB AB, bool BNMajor>
+template <int N, WgmmaAB AB, bool AMNMajor, bool BNMajor>
 HG_DEVICE void wgmma_m64k16(float (&d)[N / 2], uint64_t a_desc, uint64_t b_desc, bool accumulate) {
   static_assert(N == 128 || N == 256, "the kernels use m64n128k16 and m64n256k16");
 #if defined(HG_CUDA_EMULATION)
-  emu::wgmma_issue(AB == WgmmaAB::f16 ? emu::WgmmaType::f16 : emu::WgmmaType::bf16, N, a_desc, false, b_desc, BNMajor,
-                   accumulate, d);
+  emu::wgmma_issue(AB == WgmmaAB::f16 ? emu::WgmmaType::f16 : emu::WgmmaType::bf16, N, a_desc, AMNMajor, b_desc,
+                   BNMajor, accumulate, d);
 #else
-#define HG_WGMMA_CASE(n, types, trans_b, regs, a, b, p, ...) \
-  HG_WGMMA_ASM("m64n" #n "k16", types, trans_b, regs, a, b, p, __VA_ARGS__)
+// The four transpose combinations of one shape and type.
+#define HG_WGMMA_TRANS(n, types, regs, a, b, p, ...)                                                           \
+  if constexpr (!AMNMajor && !BNMajor) HG_WGMMA_ASM("m64n" #n "k16", types, "0", "0", regs, a, b, p, __VA_ARGS__); \
+  if constexpr (!AMNMajor && BNMajor) HG_WGMMA_ASM("m64n" #n "k16", types, "0", "1", regs, a, b, p, __VA_ARGS__);  \
+  if constexpr (AMNMajor && !BNMajor) HG_WGMMA_ASM("m64n" #n "k16", types, "1", "0", regs, a, b, p, __VA_ARGS__);  \
+  if constexpr (AMNMajor && BNMajor) HG_WGMMA_ASM("m64n" #n "k16", types, "1", "1", regs, a, b, p, __VA_ARGS__)
   if constexpr (N == 128) {
-    if constexpr (AB == WgmmaAB::f16 && !BNMajor) HG_WGMMA_CASE(128, "f16.f16", "0", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
-    if constexpr (AB == WgmmaAB::f16 && BNMajor) HG_WGMMA_CASE(128, "f16.f16", "1", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
-    if constexpr (AB == WgmmaAB::bf16 && !BNMajor) HG_WGMMA_CASE(128, "bf16.bf16", "0", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
-    if constexpr (AB == WgmmaAB::bf16 && BNMajor) HG_WGMMA_CASE(128, "bf16.bf16", "1", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    if constexpr (AB == WgmmaAB::f16) {
+      HG_WGMMA_TRANS(128, "f16.f16", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    } else {
+      HG_WGMMA_TRANS(128, "bf16.bf16", HG_WGMMA_REGS64, "64", "65", "66", HG_WGMMA_ACC64);
+    }
   } else {
-    if constexpr (AB == WgmmaAB::f16 && !BNMajor) HG_WGMMA_CASE(256, "f16.f16", "0", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
-    if constexpr (AB == WgmmaAB::f16 && BNMajor) HG_WGMMA_CASE(256, "f16.f16", "1", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
-    if constexpr (AB == WgmmaAB::bf16 && !BNMajor) HG_WGMMA_CASE(256, "bf16.bf16", "0", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
-    if constexpr (AB == WgmmaAB::bf16 && BNMajor) HG_WGMMA_CASE(256, "bf16.bf16", "1", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    if constexpr (AB == WgmmaAB::f16) {
+      HG_WGMMA_TRANS(256, "f16.f16", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    } else {
+      HG_WGMMA_TRANS(256, "bf16.bf16", HG_WGMMA_REGS128, "128", "129", "130", HG_WGMMA_ACC128);
+    }
   }
-#undef HG_WGMMA_CASE
+#undef HG_WGMMA_TRANS
 #endif
 }
 

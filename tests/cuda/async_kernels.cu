@@ -206,7 +206,7 @@ HG_DEVICE void store_fragment(const float* d, unsigned slot, float* out) {
 
 template <bool Bf16>
 HG_DEVICE void wgmma(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
-  cuda::wgmma_m64k16<128, Bf16 ? cuda::WgmmaAB::bf16 : cuda::WgmmaAB::f16, false>(d, a_desc, b_desc, true);
+  cuda::wgmma_m64k16<128, Bf16 ? cuda::WgmmaAB::bf16 : cuda::WgmmaAB::f16, false, false>(d, a_desc, b_desc, true);
 }
 
 // A and B to shared memory, K-major with the 128B swizzle (each 128-byte row is one M or N
@@ -256,7 +256,7 @@ __global__ void wgmma_misuse_kernel(WgmmaMisuse kind) {
   // Thread 5 names another k slice of B: the warpgroup's threads disagree on the instruction.
   const int b_slice = kind == WgmmaMisuse::divergent_descriptor && threadIdx.x == 5 ? 1 : 0;
   float acc[64] = {};
-  cuda::wgmma_m64k16<128, cuda::WgmmaAB::f16, false>(acc, cuda::wgmma_kmajor_sw128_descriptor(addr, 0),
+  cuda::wgmma_m64k16<128, cuda::WgmmaAB::f16, false, false>(acc, cuda::wgmma_kmajor_sw128_descriptor(addr, 0),
                                                      cuda::wgmma_kmajor_sw128_descriptor(addr + kM * kRowBytes, b_slice),
                                                      false);
   cuda::wgmma_commit();

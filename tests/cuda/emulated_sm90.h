@@ -6,9 +6,9 @@
 
 namespace hg::test {
 
+#if defined(HG_CUDA_EMULATION)
 class EmulatedSm90 {
  public:
-#if defined(HG_CUDA_EMULATION)
   EmulatedSm90() {
     cudaDeviceProp p{};
     cudaGetDeviceProperties(&p, 0);
@@ -16,12 +16,16 @@ class EmulatedSm90 {
     cuda::emu::set_compute_capability(0, 9, 0);
   }
   ~EmulatedSm90() { cuda::emu::set_compute_capability(0, major_, minor_); }
-#endif
   EmulatedSm90(const EmulatedSm90&) = delete;
   EmulatedSm90& operator=(const EmulatedSm90&) = delete;
 
  private:
   int major_ = 0, minor_ = 0;
 };
+#else
+struct EmulatedSm90 {
+  EmulatedSm90() {}  // user-provided: a scope guard, not an unused variable
+};
+#endif
 
 }  // namespace hg::test

@@ -105,34 +105,39 @@ TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][
   uint64_t seed = 100;
   for (const Case& c : cases) {
     for (DType ab : {f16, bf16}) {
-      // B given K-contiguous (B^T rows, the TN layout) and N-contiguous (a row-major K x N
-      // matrix, rows padded to a multiple of 8 elements as TMA needs); the N-major runs take
-      // one epilogue and output type each, the layout is what they test.
-      for (const bool n_major : {false, true}) {
+      // A given K-contiguous (row-major) or M-contiguous (the transpose of a row-major K x M
+      // matrix), B K-contiguous (B^T rows, the TN layout) or N-contiguous (a row-major K x N
+      // matrix); MN-contiguous rows are padded to a multiple of 8 elements as TMA needs. The
+      // K/K layout takes every epilogue and output type, the others one each: the layout is
+      // what they test.
+      for (const int layout : {0, 1, 2, 3}) {
+        const bool m_major = layout & 2, n_major = layout & 1;
         const int64_t ld = c.K + c.pad, bb = c.broadcast_b ? 1 : c.B;
+        const int64_t lda = m_major ? (c.M + 7) / 8 * 8 + c.pad : ld;
         const int64_t ldb = n_major ? (c.N + 7) / 8 * 8 + c.pad : ld;
-        const Tensor a_wide = test::random_cpu({c.B, c.M, ld}, ab, ++seed);
+        const Tensor a_wide = test::random_cpu(m_major ? Shape{c.B, c.K, lda} : Shape{c.B, c.M, ld}, ab, ++seed);
         const Tensor b_wide = test::random_cpu(n_major ? Shape{bb, c.K, ldb} : Shape{bb, c.N, ld}, ab, ++seed);
-        const Tensor a = a_wide.narrow(2, 0, c.K);
+        const Tensor a = m_major ? a_wide.narrow(2, 0, c.M).transpose(1, 2) : a_wide.narrow(2, 0, c.K);
         const Tensor bt = n_major ? b_wide.narrow(2, 0, c.N).transpose(1, 2) : b_wide.narrow(2, 0, c.K);
         Tensor ref64 = empty({c.B, c.M, c.N}, {f64, Device::cpu()});
         bmm_stub(Device::cpu(), a.to(f64), bt.to(f64).transpose(1, 2).expand({c.B, c.K, c.N}), ref64);
         const Tensor a_dev = a_wide.to(kCuda), b_dev = b_wide.to(kCuda);
         for (DType out_dt : {ab, f32}) {
           for (const Epilogue& e : epilogues) {
-            if (n_major && (out_dt != ab || &e != &epilogues[1])) continue;
+            if (layout != 0 && (out_dt != ab || &e != &epilogues[1])) continue;
             const DType bias_dt = e.alpha < 0 ? ab : f32;
             const Tensor bias = test::random_cpu({c.N}, bias_dt, ++seed), bias_dev = bias.to(kCuda);
             INFO(dtype_name(ab) << " -> " << dtype_name(out_dt) << " B=" << c.B << " M=" << c.M << " N=" << c.N
-                                << " K=" << c.K << " lda=" << ld << " ldb=" << ldb << (n_major ? " B N-major" : "")
-                                << (c.broadcast_b ? " (B broadcast)" : "") << " alpha=" << e.alpha
-                                << (e.bias ? " bias " : " ") << (e.bias ? dtype_name(bias_dt) : "")
-                                << (e.relu ? " relu" : ""));
+                                << " K=" << c.K << " lda=" << lda << " ldb=" << ldb << (m_major ? " A M-major" : "")
+                                << (n_major ? " B N-major" : "") << (c.broadcast_b ? " (B broadcast)" : "")
+                                << " alpha=" << e.alpha << (e.bias ? " bias " : " ")
+                                << (e.bias ? dtype_name(bias_dt) : "") << (e.relu ? " relu" : ""));
             Tensor out = test::poisoned({c.B, c.M, c.N}, out_dt, kCuda);
             cuda::HopperGemm g;
             g.batches = c.B, g.M = c.M, g.N = c.N, g.K = c.K;
             g.ab_dtype = ab;
-            g.a = a_dev.data_ptr(), g.lda = ld, g.batch_stride_a = c.M * ld;
+            g.a = a_dev.data_ptr(), g.lda = lda, g.a_m_major = m_major;
+            g.batch_stride_a = (m_major ? c.K : c.M) * lda;
             g.b = b_dev.data_ptr(), g.ldb = ldb, g.b_n_major = n_major;
             g.batch_stride_b = c.broadcast_b ? 0 : (n_major ? c.K : c.N) * ldb;
             g.c = out.data_ptr(), g.c_dtype = out_dt, g.ldc = c.N, g.batch_stride_c = c.M * c.N;
@@ -143,9 +148,9 @@ TEST_CASE("hopper_gemm equals the CPU's f64 product with the epilogue", "[cuda][
             const auto es = static_cast<int64_t>(dtype_size(out_dt));
             const bool tma_store = c.N * es % 16 == 0 && (c.B == 1 || c.M * c.N * es % 16 == 0);
             const int tile_n = cuda::hopper_tile_n(c.B, c.M, c.N, sms);
-            const std::string want_kernel = std::string("hopper_gemm (128x") + std::to_string(tile_n) + ", B " +
-                                            (n_major ? "N" : "K") + "-major, " + (tma_store ? "TMA" : "direct") +
-                                            " stores)";
+            const std::string want_kernel = "hopper_gemm (128x" + std::to_string(tile_n) + ", A " +
+                                            (m_major ? "M" : "K") + "-major, B " + (n_major ? "N" : "K") +
+                                            "-major, " + (tma_store ? "TMA" : "direct") + " stores)";
             const cuda::KernelLog log;
             REQUIRE(cuda::hopper_gemm(g));
             REQUIRE(log.summary() == want_kernel);
@@ -173,6 +178,9 @@ TEST_CASE("hopper_gemm declines what TMA cannot load and leaves the output alone
   // f32 operands are not the kernel's either.
   g.ab_dtype = f32, g.lda = g.ldb = 104;
   REQUIRE_FALSE(cuda::hopper_gemm(g));
+  // Nor is an output of the other 16-bit type: it writes f32 or the operands' dtype.
+  g.ab_dtype = f16, g.c_dtype = bf16;
+  REQUIRE_THAT(std::string(cuda::hopper_gemm_refusal(g)), Catch::Matchers::Contains("C must be f32 or A and B's dtype"));
 }
 
 TEST_CASE("hopper_gemm rejects arguments that are wrong for any GEMM", "[cuda][hopper]") {

@@ -63,10 +63,10 @@ TEST_CASE("K- or N-contiguous aligned operands run as they are; other B layouts 
     p = plan_hopper_gemm(DType::f16, dense(1, 128, 512), row_major_b(1, 512, 128), allow_copies);
     REQUIRE((p.decline == nullptr && p.b_n_major));
   }
-  REQUIRE(cuda::hopper_operand_readable_n_major(row_major_b(3, 512, 128)));
+  REQUIRE(cuda::hopper_operand_readable_mn_major(row_major_b(3, 512, 128)));
   // N = 100: K-steps of 200 bytes, which TMA cannot read N-major either: a copy at 512 x 100...
   const GemmOperandLayout n100 = row_major_b(1, 512, 100);
-  REQUIRE_FALSE(cuda::hopper_operand_readable_n_major(n100));
+  REQUIRE_FALSE(cuda::hopper_operand_readable_mn_major(n100));
   p = plan_hopper_gemm(DType::f16, dense(1, 2048, 512), n100, true);
   REQUIRE(p.decline == nullptr);
   REQUIRE((p.copy_b && !p.b_n_major));
@@ -76,7 +76,21 @@ TEST_CASE("K- or N-contiguous aligned operands run as they are; other B layouts 
   p = plan_hopper_gemm(DType::f16, dense(1, 2048, 512), n100, false);
   REQUIRE_THAT(std::string(p.decline), Contains("weight is neither K- nor N-contiguous"));
   // Neither K- nor N-contiguous (both strides > 1, e.g. every other column of a wider b).
-  REQUIRE_FALSE(cuda::hopper_operand_readable_n_major({1, 256, 256, 0, 2, 512, kAligned}));
+  REQUIRE_FALSE(cuda::hopper_operand_readable_mn_major({1, 256, 256, 0, 2, 512, kAligned}));
+  // An M-contiguous A (the transpose of a row-major [K, M] matrix, as in a weight gradient
+  // x^T · dy): read M-major, no copy, in linear too.
+  const GemmOperandLayout a_t{2, 384, 512, 384 * 512, 1, 384, kAligned};
+  for (const bool allow_copies : {true, false}) {
+    p = plan_hopper_gemm(DType::f16, a_t, dense(2, 256, 512), allow_copies);
+    REQUIRE((p.decline == nullptr && p.a_m_major && !p.copy_a && !p.copy_b && !p.b_n_major));
+  }
+  p = plan_hopper_gemm(DType::bf16, a_t, row_major_b(2, 512, 256), true);
+  REQUIRE((p.decline == nullptr && p.a_m_major && p.b_n_major));
+  // M = 100: K-steps of 200 bytes: neither readable, so a copy (large) or a decline (linear).
+  const GemmOperandLayout a_t100{1, 100, 512, 0, 1, 100, kAligned};
+  REQUIRE_FALSE(cuda::hopper_operand_readable_mn_major(a_t100));
+  p = plan_hopper_gemm(DType::f16, a_t100, dense(1, 2048, 512), false);
+  REQUIRE_THAT(std::string(p.decline), Contains("input is neither K- nor M-contiguous"));
 }
 
 TEST_CASE("expanded (zero-stride) inputs: a shared batch is read as is, overlapping rows are copied",
@@ -108,7 +122,7 @@ TEST_CASE("unaligned operands: copied when allowed and worth it, declined otherw
   HopperPlan p = plan_hopper_gemm(DType::f16, shifted, dense(1, 512, 512), true);
   REQUIRE((p.decline == nullptr && p.copy_a && !p.copy_b));
   p = plan_hopper_gemm(DType::f16, shifted, dense(1, 512, 512), false);
-  REQUIRE_THAT(std::string(p.decline), Contains("input is not K-contiguous"));
+  REQUIRE_THAT(std::string(p.decline), Contains("input is neither K- nor M-contiguous"));
   // Rows 100 elements (200 bytes) apart: not a multiple of 16 bytes.
   const GemmOperandLayout ld100{1, 256, 96, 256 * 100, 100, 1, kAligned};
   REQUIRE_FALSE(cuda::hopper_operand_readable(ld100));

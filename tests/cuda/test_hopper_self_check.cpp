@@ -19,18 +19,18 @@ using namespace hg;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
-TEST_CASE("the Hopper self-check covers every output dtype, bias, relu, a broadcast B and ragged tiles",
+TEST_CASE("the Hopper self-check covers both output dtypes, bias, relu, a broadcast B and ragged tiles",
           "[cuda][hopper]") {
-  bool f32_out = false, own_out = false, f16_out = false, bf16_out = false, bias = false, relu = false,
-       broadcast = false, ragged_m = false, ragged_n = false, ragged_k = false, batched = false;
+  bool f32_out = false, own_out = false, bias = false, relu = false, broadcast = false, ragged_m = false,
+       ragged_n = false, ragged_k = false, batched = false;
   for (const cuda::SelfCheckCase& c : cuda::hopper_self_check_cases()) {
     REQUIRE((c.M >= 64 && c.N >= 64 && c.K >= 64 && c.K % 8 == 0));  // what the kernel accepts
+    REQUIRE((c.out == DType::f32 || c.out == DType::f64));  // the kernel writes f32 or the input dtype
     f32_out |= c.out == DType::f32, own_out |= c.out == DType::f64;
-    f16_out |= c.out == DType::f16, bf16_out |= c.out == DType::bf16;
     bias |= c.bias, relu |= c.relu, broadcast |= c.broadcast_b && c.batches > 1, batched |= c.batches > 1;
     ragged_m |= c.M % 128 != 0, ragged_n |= c.N % 128 != 0, ragged_k |= c.K % 64 != 0;
   }
-  REQUIRE((f32_out && own_out && f16_out && bf16_out && bias && relu && broadcast && batched));
+  REQUIRE((f32_out && own_out && bias && relu && broadcast && batched));
   REQUIRE((ragged_m && ragged_n && ragged_k));
 }
 
