@@ -19,11 +19,12 @@ const std::vector<SelfCheckCase>& hopper_self_check_cases() {
   // M, N, K off the 128 x 128 x 64 tile grid (tails in every direction), K spanning
   // several k-blocks; both output dtypes (f32 and the input's), a bias of each kind, a
   // broadcast B, N past 256 (the 128 x 256 tiles, where the GPU has few SMs).
+  // MN-major operands have M or N a multiple of 8 (their rows are 16-byte multiples).
   static const std::vector<SelfCheckCase> cases = {
-      {2, 200, 136, 200, false, false, false, 1.0f, DType::f32},
+      {2, 200, 136, 200, false, false, false, 1.0f, DType::f32, true, false},
       {2, 130, 72, 72, true, true, false, 0.5f, DType::f64},
-      {1, 64, 200, 136, false, true, true, -1.0f, DType::f64},
-      {1, 72, 264, 64, false, true, false, 2.0f, DType::f32},
+      {1, 64, 200, 136, false, true, true, -1.0f, DType::f64, false, true},
+      {1, 72, 264, 64, false, true, false, 2.0f, DType::f32, true, true},
   };
   return cases;
 }
@@ -57,7 +58,9 @@ Prepared prepare(const SelfCheckCase& c, Device d, DType dt, Generator& gen) {
   Prepared p{c, c.out == DType::f64 ? dt : c.out, {}, {}, {}, {}, {}, {}, {}};
   p.a = randn({c.batches, c.M, c.K}, {dt, Device::cpu()}, &gen);
   p.bt = randn({c.broadcast_b ? 1 : c.batches, c.N, c.K}, {dt, Device::cpu()}, &gen);
-  p.a_dev = p.a.to(d), p.bt_dev = p.bt.to(d);
+  // On the device in the layout the case reads: A^T [z, K, M] / B [z, K, N] when MN-major.
+  p.a_dev = c.a_m_major ? p.a.transpose(1, 2).contiguous().to(d) : p.a.to(d);
+  p.bt_dev = c.b_n_major ? p.bt.transpose(1, 2).contiguous().to(d) : p.bt.to(d);
   if (c.bias) {
     p.bias = randn({c.N}, {p.out == DType::f32 ? DType::f32 : dt, Device::cpu()}, &gen);
     p.bias_dev = p.bias.to(d);
@@ -70,8 +73,9 @@ HopperGemm describe(const Prepared& p, DType dt, Device d) {
   const SelfCheckCase& c = p.c;
   HopperGemm g;
   g.batches = c.batches, g.M = c.M, g.N = c.N, g.K = c.K, g.ab_dtype = dt;
-  g.a = p.a_dev.data_ptr(), g.lda = c.K, g.batch_stride_a = c.M * c.K;
-  g.b = p.bt_dev.data_ptr(), g.ldb = c.K, g.batch_stride_b = c.broadcast_b ? 0 : c.N * c.K;
+  g.a = p.a_dev.data_ptr(), g.lda = c.a_m_major ? c.M : c.K, g.batch_stride_a = c.M * c.K, g.a_m_major = c.a_m_major;
+  g.b = p.bt_dev.data_ptr(), g.ldb = c.b_n_major ? c.N : c.K, g.batch_stride_b = c.broadcast_b ? 0 : c.N * c.K;
+  g.b_n_major = c.b_n_major;
   g.c = p.c_dev.data_ptr(), g.c_dtype = p.out, g.ldc = c.N, g.batch_stride_c = c.M * c.N;
   g.alpha = c.alpha, g.relu = c.relu;
   if (c.bias) g.bias = p.bias_dev.data_ptr(), g.bias_dtype = p.bias.dtype();

@@ -1,6 +1,7 @@
 // The Hopper kernel's check on first use (cuda/hopper_matmul.h says why it has one): a few
-// small products with ragged M/N/K tiles, f16/bf16/f32 outputs, a bias, relu and a broadcast
-// B (batch stride 0), compared with an f64 reference. Robust to a kernel that throws (the
+// small products with ragged M/N/K tiles, 16-bit and f32 outputs, a bias, relu, a broadcast
+// B (batch stride 0) and each operand layout the kernel reads (K- and MN-major), compared
+// with an f64 reference. Robust to a kernel that throws (the
 // failure is recorded, never re-run), and to one that hangs: the host waits with a deadline
 // and then stops the process with one line saying HG_HOPPER_GEMM=off avoids the kernel.
 // The wait, the verdict bookkeeping and the cases are host code with host tests.
@@ -29,6 +30,9 @@ struct SelfCheckCase {
   bool broadcast_b, bias, relu;
   float alpha;
   DType out;  // a dtype, or DType::f64 for "the input dtype"
+  // How the kernel reads the operands: A M-contiguous, B N-contiguous (wgmma's transpose
+  // modes), else K-contiguous.
+  bool a_m_major = false, b_n_major = false;
 };
 const std::vector<SelfCheckCase>& hopper_self_check_cases();
 

@@ -13,24 +13,28 @@
 #include "cuda/runtime.h"
 #include "framework/bfloat16.h"
 #include "framework/half.h"
+#include "tests/cuda/emulated_sm90.h"
 #include "tests/devices.h"
 
 using namespace hg;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
-TEST_CASE("the Hopper self-check covers both output dtypes, bias, relu, a broadcast B and ragged tiles",
+TEST_CASE("the Hopper self-check covers both output dtypes, bias, relu, a broadcast B, ragged tiles and every layout",
           "[cuda][hopper]") {
   bool f32_out = false, own_out = false, bias = false, relu = false, broadcast = false, ragged_m = false,
-       ragged_n = false, ragged_k = false, batched = false;
+       ragged_n = false, ragged_k = false, batched = false, k_major = false, a_m_major = false, b_n_major = false;
   for (const cuda::SelfCheckCase& c : cuda::hopper_self_check_cases()) {
     REQUIRE((c.M >= 64 && c.N >= 64 && c.K >= 64 && c.K % 8 == 0));  // what the kernel accepts
     REQUIRE((c.out == DType::f32 || c.out == DType::f64));  // the kernel writes f32 or the input dtype
     f32_out |= c.out == DType::f32, own_out |= c.out == DType::f64;
+    if (c.a_m_major) REQUIRE(c.M % 8 == 0);  // MN-major rows are whole multiples of 16 bytes
+    if (c.b_n_major) REQUIRE(c.N % 8 == 0);
+    k_major |= !c.a_m_major && !c.b_n_major, a_m_major |= c.a_m_major, b_n_major |= c.b_n_major;
     bias |= c.bias, relu |= c.relu, broadcast |= c.broadcast_b && c.batches > 1, batched |= c.batches > 1;
     ragged_m |= c.M % 128 != 0, ragged_n |= c.N % 128 != 0, ragged_k |= c.K % 64 != 0;
   }
-  REQUIRE((f32_out && own_out && bias && relu && broadcast && batched));
+  REQUIRE((f32_out && own_out && bias && relu && broadcast && batched && k_major && a_m_major && b_n_major));
   REQUIRE((ragged_m && ragged_n && ragged_k));
 }
 
@@ -107,8 +111,8 @@ bool host_gemm(const cuda::HopperGemm& g, double skew) {
       for (int64_t n = 0; n < g.N; ++n) {
         double acc = 0;
         for (int64_t k = 0; k < g.K; ++k)
-          acc += load(g.ab_dtype, g.a, z * g.batch_stride_a + m * g.lda + k) *
-                 load(g.ab_dtype, g.b, z * g.batch_stride_b + n * g.ldb + k);
+          acc += load(g.ab_dtype, g.a, z * g.batch_stride_a + (g.a_m_major ? k * g.lda + m : m * g.lda + k)) *
+                 load(g.ab_dtype, g.b, z * g.batch_stride_b + (g.b_n_major ? k * g.ldb + n : n * g.ldb + k));
         double v = static_cast<double>(static_cast<float>(acc)) * g.alpha + (g.bias ? load(g.bias_dtype, g.bias, n) : 0.0);
         if (g.relu) v = std::max(v, 0.0);
         store(g.c_dtype, g.c, z * g.batch_stride_c + m * g.ldc + n, v + skew);
@@ -155,5 +159,16 @@ TEST_CASE("the Hopper self-check passes a right kernel and fails wrong, throwing
     r = cuda::hopper_self_check(d, dt, hooks);
     REQUIRE_FALSE(r.passed);
     REQUIRE_THAT(said, Contains("did not finish within 20 ms") && Contains("HG_HOPPER_GEMM=off"));
+  }
+}
+
+TEST_CASE("the Hopper self-check passes the kernel itself on an sm_90", "[cuda][hopper]") {
+  HG_REQUIRE_CUDA();
+  const test::EmulatedSm90 sm90;
+  if (const char* why = cuda::hopper_gemm_device_refusal(0)) HG_SKIP(std::string("hopper_gemm cannot run: ") + why);
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const cuda::SelfCheckResult r = cuda::hopper_self_check(Device::cuda(0), dt);
+    INFO(dtype_name(dt) << ": " << r.why);
+    REQUIRE(r.passed);
   }
 }
