@@ -2,13 +2,15 @@
 // which builds without the CUDA toolkit: tensor maps and their enums, with the real values,
 // so that kernel and host code compile unchanged. The encoder is cuda/emu/tma_model.h's,
 // reached as the real one is: cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled").
+// The enums have a fixed underlying type (cuda.h's do not), so that a value outside the
+// documented ones, which the encoder must refuse, is a valid value of the type and not UB.
 #pragma once
 #include <cstdint>
 
 using cuuint32_t = uint32_t;
 using cuuint64_t = uint64_t;
 
-enum CUresult { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1 };
+enum CUresult : int { CUDA_SUCCESS = 0, CUDA_ERROR_INVALID_VALUE = 1 };
 
 #define CU_TENSOR_MAP_NUM_QWORDS 16
 struct alignas(128) CUtensorMap_st {
@@ -16,7 +18,7 @@ struct alignas(128) CUtensorMap_st {
 };
 using CUtensorMap = CUtensorMap_st;
 
-enum CUtensorMapDataType {
+enum CUtensorMapDataType : int {
   CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
   CU_TENSOR_MAP_DATA_TYPE_UINT16,
   CU_TENSOR_MAP_DATA_TYPE_UINT32,
@@ -34,8 +36,8 @@ enum CUtensorMapDataType {
   CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B,
   CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B
 };
-enum CUtensorMapInterleave { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B };
-enum CUtensorMapSwizzle {
+enum CUtensorMapInterleave : int { CU_TENSOR_MAP_INTERLEAVE_NONE = 0, CU_TENSOR_MAP_INTERLEAVE_16B, CU_TENSOR_MAP_INTERLEAVE_32B };
+enum CUtensorMapSwizzle : int {
   CU_TENSOR_MAP_SWIZZLE_NONE = 0,
   CU_TENSOR_MAP_SWIZZLE_32B,
   CU_TENSOR_MAP_SWIZZLE_64B,
@@ -44,10 +46,10 @@ enum CUtensorMapSwizzle {
   CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B,
   CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B
 };
-enum CUtensorMapL2promotion {
+enum CUtensorMapL2promotion : int {
   CU_TENSOR_MAP_L2_PROMOTION_NONE = 0,
   CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
   CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
   CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 };
-enum CUtensorMapFloatOOBfill { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
+enum CUtensorMapFloatOOBfill : int { CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0, CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA };
