@@ -73,16 +73,29 @@ void wgmma_compute(const SharedWindow& smem, WgmmaInput type, int N, uint64_t a_
   for (int t = 0; t < 128; ++t) HG_CHECK(acc[t] != nullptr, "wgmma: thread ", t, " has no accumulators");
   const std::vector<double> a = read_operand(smem, type, a_desc, a_mn_major, kM, "A");
   const std::vector<double> b = read_operand(smem, type, b_desc, b_mn_major, N, "B");
-  for (int t = 0; t < 128; ++t) {
-    const int w = t / 32, l = t % 32;
-    for (int r = 0; r < N / 2; ++r) {
-      const int j = r / 4, q = r % 4;
-      const int row = 16 * w + l / 4 + 8 * (q / 2), col = 8 * j + 2 * (l % 4) + q % 2;
-      double sum = scale_d ? static_cast<double>(acc[t][r]) : 0.0;
-      for (int k = 0; k < kK; ++k) sum += a[static_cast<size_t>(row) * kK + k] * b[static_cast<size_t>(col) * kK + k];
-      acc[t][r] = static_cast<float>(sum);
+  // D as a 64 x N matrix: gathered from the fragments, then each element's products added
+  // in k order (the loops run row, k, column, so a row's columns are independent sums that
+  // vectorise; each element's order is still its old value, then k = 0, 1, ..., 15).
+  const auto at = [N](int t, int r) {
+    const int w = t / 32, l = t % 32, j = r / 4, q = r % 4;
+    return static_cast<size_t>(16 * w + l / 4 + 8 * (q / 2)) * static_cast<size_t>(N) + 8 * j + 2 * (l % 4) + q % 2;
+  };
+  std::vector<double> d(static_cast<size_t>(kM) * static_cast<size_t>(N), 0.0), bk(static_cast<size_t>(kK) * N);
+  if (scale_d)
+    for (int t = 0; t < 128; ++t)
+      for (int r = 0; r < N / 2; ++r) d[at(t, r)] = acc[t][r];
+  for (int col = 0; col < N; ++col)
+    for (int k = 0; k < kK; ++k) bk[static_cast<size_t>(k) * N + col] = b[static_cast<size_t>(col) * kK + k];
+  for (int row = 0; row < kM; ++row) {
+    double* dr = d.data() + static_cast<size_t>(row) * N;
+    for (int k = 0; k < kK; ++k) {
+      const double av = a[static_cast<size_t>(row) * kK + k];
+      const double* br = bk.data() + static_cast<size_t>(k) * N;
+      for (int col = 0; col < N; ++col) dr[col] += av * br[col];
     }
   }
+  for (int t = 0; t < 128; ++t)
+    for (int r = 0; r < N / 2; ++r) acc[t][r] = static_cast<float>(d[at(t, r)]);
 }
 
 }  // namespace hg::cuda::emu
