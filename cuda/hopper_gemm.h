@@ -1,7 +1,8 @@
 // The Hopper (sm_90a) GEMM: TMA loads into a shared-memory ring, wgmma on two consumer
-// warpgroups, a persistent grid over output tiles (cuda/hopper_gemm.cu). hopper_gemm()
-// runs it when it applies and otherwise returns false, so the caller falls back to the
-// mma.sync kernel; the tile walk below is shared with host tests.
+// warpgroups, a persistent grid over output tiles (cuda/hopper_gemm_kernel.h; host side
+// cuda/hopper_gemm.cpp). hopper_gemm() runs it when it applies and otherwise returns false,
+// so the caller falls back to the mma.sync kernel; the tile walk below is shared with host
+// tests.
 #pragma once
 #include <cstdint>
 

@@ -93,11 +93,11 @@ MUTANTS = [
          replace="""    atomic_add(b.count[t], static_cast<unsigned long long>(bad));
   }
   if (bad > 0) atomic_exch(reinterpret_cast<uint32_t*>(found_inf), 0x3f800000u);  // every thread holds the sum"""),
-    dict(name="hopper-consumer-skips-full-wait", file="cuda/hopper_gemm.cu", tests=HOPPER,
+    dict(name="hopper-consumer-skips-full-wait", file="cuda/hopper_gemm_kernel.h", tests=HOPPER,
          find="""      mbarrier_wait(&full[stage], phase);
 """, replace=""),
-    dict(name="hopper-stage-released-before-its-wgmma-retires", file="cuda/hopper_gemm.cu", tests=HOPPER,
+    dict(name="hopper-stage-released-before-its-wgmma-retires", file="cuda/hopper_gemm_kernel.h", tests=HOPPER,
          find="""      wgmma_wait<1>();""", replace="""      wgmma_wait<2>();"""),
-    dict(name="hopper-staging-box-rewritten-before-store-read", file="cuda/hopper_gemm.cu", tests=HOPPER,
+    dict(name="hopper-staging-box-rewritten-before-store-read", file="cuda/hopper_gemm_kernel.h", tests=HOPPER,
          find="""    if (t == 0) tma_store_wait_read<1>();""", replace="""    if (t == 0) tma_store_wait_read<2>();"""),
 ]

@@ -287,7 +287,7 @@ using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, 
                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 // A `cols` x `rows` (x 1) tensor of 16-bit elements with a row pitch of 64 elements, 16 x 64
-// boxes, 128B swizzle, encoded through the runtime's driver entry point as cuda/hopper_gemm.cu does.
+// boxes, 128B swizzle, encoded through the runtime's driver entry point as cuda/hopper_gemm.cpp does.
 CUtensorMap tile_map(void* global, int rank, int cols, int rows) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};

@@ -15,7 +15,7 @@ using namespace hg::cuda::emu;
 using Catch::Matchers::Contains;
 
 TEST_CASE("tma encoder accepts the Hopper GEMM's operand maps", "[cuda][emu][tma]") {
-  // As cuda/hopper_gemm.cu's operand_map(): {K, rows, batches}, 16-bit, box {64, 128, 1}, 128B swizzle.
+  // As cuda/hopper_gemm.cpp's k_major_map(): {K, rows, batches}, 16-bit, box {64, 128, 1}, 128B swizzle.
   alignas(256) static unsigned char operand[16];
   const cuuint64_t K = 200, rows = 300, ld = 264, batches = 3;
   for (auto type : {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16})

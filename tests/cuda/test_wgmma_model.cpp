@@ -300,7 +300,7 @@ TEST_CASE("wgmma_compute: scale_d false ignores old accumulators; bad N and out-
   CHECK(untouched.at(63, 63) == 1.5f);
 }
 
-// The Hopper GEMM (cuda/hopper_gemm.cu): TMA writes 64-element (128-byte) rows with the 128B
+// The Hopper GEMM (cuda/hopper_gemm_kernel.h): TMA writes 64-element (128-byte) rows with the 128B
 // swizzle, row r of a box at r * 128; each consumer warpgroup reads 64 rows of A, and B, per
 // 16-wide K slice through wgmma_kmajor_sw128_descriptor(). The model must read exactly the
 // tile's sub-matrices, and four accumulating wgmmas give the f64 product over K = 64.
