@@ -2,6 +2,7 @@
 // maps TMA reads and writes through, the tile width and the launch of the variant the
 // operands need (the kernel itself: cuda/hopper_gemm_kernel.h and its four units).
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <string>
 
@@ -105,11 +106,18 @@ bool output_storable(const HopperGemm& g) {
 }
 
 // The kernel's name in the kernel log: the tile, how A and B are read, how C is written.
+// (The 16 names are made once: a launch only indexes the table.)
 const char* variant_name(int tile_n, bool a_m_major, bool b_n_major, bool staged_store) {
-  return kernel_label("hopper_gemm", std::string(tile_n == 256 ? "128x256" : "128x128") +
-                                         (a_m_major ? ", A M-major" : ", A K-major") +
-                                         (b_n_major ? ", B N-major" : ", B K-major") +
-                                         (staged_store ? ", TMA stores" : ", direct stores"));
+  static const auto names = [] {
+    std::array<const char*, 16> t{};
+    for (int i = 0; i < 16; ++i)
+      t[i] = kernel_label("hopper_gemm", std::string(i & 8 ? "128x256" : "128x128") +
+                                             (i & 4 ? ", A M-major" : ", A K-major") +
+                                             (i & 2 ? ", B N-major" : ", B K-major") +
+                                             (i & 1 ? ", TMA stores" : ", direct stores"));
+    return t;
+  }();
+  return names[(tile_n == 256 ? 8 : 0) + (a_m_major ? 4 : 0) + (b_n_major ? 2 : 0) + (staged_store ? 1 : 0)];
 }
 
 // Builds the maps and launches the variant for g's dtypes, layouts and tile width.
