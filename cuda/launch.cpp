@@ -15,10 +15,11 @@ namespace hg::cuda {
 
 namespace {
 // Cached: a GPU's properties do not change. The emulated devices' can (a test makes cuda:0 an
-// sm_90 model for its scope, emu::set_compute_capability), so they are asked each time.
-cudaDeviceProp properties(int device) {
+// sm_90 model for its scope, emu::set_compute_capability), so they are asked each time,
+// into the calling thread's copy (valid until its next call).
+const cudaDeviceProp& properties(int device) {
 #if defined(HG_CUDA_EMULATION)
-  cudaDeviceProp p{};
+  thread_local cudaDeviceProp p{};
   HG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   return p;
 #else
@@ -54,7 +55,7 @@ void check_launch(const LaunchConfig& cfg) {
   const int dev = cfg.stream.device();
   HG_CHECK(dev >= 0 && dev < device_count(), "launch: cuda:", dev, " does not exist: ", device_count(),
            " CUDA device(s) available");
-  const cudaDeviceProp p = properties(dev);
+  const cudaDeviceProp& p = properties(dev);
   const std::string kernel = cfg.name ? detail::concat("launch of ", cfg.name) : std::string("kernel launch");
   const dim3 b = cfg.block, g = cfg.grid;
   const unsigned long long threads = 1ull * b.x * b.y * b.z;

@@ -136,7 +136,7 @@ class BlockRunner {
  private:
   static void thread_main(void* arg);
   [[noreturn]] void deadlock();
-  bool release_polls();
+  void release_polls();
   void land_async(bool all);
   [[noreturn]] void report(const Hazard& h, const char* space, uintptr_t addr) const;
   [[noreturn]] void report_read(const char* check, const char* what, const Stamp& who, const char* space) const;

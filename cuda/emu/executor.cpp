@@ -150,8 +150,7 @@ void BlockRunner::run(uint64_t b) {
   land_async(true);
 }
 
-bool BlockRunner::release_polls() {
-  bool any = false;
+void BlockRunner::release_polls() {
   for (unsigned i = 0; i < n_; ++i) {
     CudaThread& t = threads_[i];
     if (t.state != State::poll) continue;
@@ -161,10 +160,8 @@ bool BlockRunner::release_polls() {
     if (ready) {
       t.state = State::ready;
       --polling_;
-      any = true;
     }
   }
-  return any;
 }
 
 void BlockRunner::land_async(bool all) {
