@@ -6,18 +6,20 @@
 #include <cmath>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
 #include "framework/autograd.h"
+#include "framework/warning.h"
 #include "framework/optim/clip_grad.h"
 #include "ops/amp_kernels.h"
+#include "ops/concat.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 
 namespace hg {
 DispatchStub<void(const std::vector<Tensor>&, const Tensor&, const Tensor&, const Tensor&)> unscale_and_check_stub(
     "unscale_and_check");
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ScaleUpdateParams&)>
-    update_scale_stub("update_scale");
+DispatchStub<void(const ScaleState&, const Tensor&, const ScaleUpdateParams&)> update_scale_stub("update_scale");
 }  // namespace hg
 
 namespace hg::amp {
@@ -76,7 +78,8 @@ void check_tracker(const StateDict& sd, const std::string& key, int64_t lo, int6
            "' must be a one-element i64 tensor, got ",
            t.defined() ? detail::concat(dtype_name(t.dtype()), " of shape ", shape_str(t.shape())) : "an undefined tensor");
   const int64_t v = t.item<int64_t>();
-  HG_CHECK(v >= lo && v <= hi, "GradScaler.load_state_dict: '", key, "' must be in [", lo, ", ", hi, "], got ", v);
+  HG_CHECK(v >= lo && v <= hi, "GradScaler.load_state_dict: '", key, "' must be ",
+           lo == INT64_MIN ? detail::concat("at most ", hi) : detail::concat("in [", lo, ", ", hi, "]"), ", got ", v);
 }
 
 }  // namespace
@@ -145,12 +148,16 @@ GradScaler::GradScaler(GradScalerOptions o, Device device) : opt_(o), device_(de
            o.backoff_factor);
   HG_CHECK(o.growth_interval > 0, "GradScaler: growth_interval must be > 0, got ", o.growth_interval);
   HG_CHECK(o.hysteresis >= 1, "GradScaler: hysteresis must be >= 1, got ", o.hysteresis);
-  HG_CHECK(o.min_scale >= 0 && o.min_scale <= o.init_scale && o.init_scale <= o.max_scale,
-           "GradScaler: need 0 <= min_scale <= init_scale <= max_scale, got ", o.min_scale, ", ", o.init_scale, ", ",
-           o.max_scale);
+  HG_CHECK(o.min_scale >= kLowestMinScale && o.min_scale <= o.init_scale && o.init_scale <= o.max_scale,
+           "GradScaler: need 2^-126 <= min_scale <= init_scale <= max_scale, got ", o.min_scale, ", ", o.init_scale,
+           ", ", o.max_scale, " (min_scale is the floor the scale never backs off below; a scale under 2^-126 could "
+           "never recover, since 1/scale is then not a finite f32; the default is 2^-24)");
+  HG_CHECK(o.skip_streak_limit >= 0, "GradScaler: skip_streak_limit must be >= 0 (0: never report), got ",
+           o.skip_streak_limit);
   scale_ = full({}, o.init_scale, {f32, device});
   growth_tracker_ = zeros({}, {i64, device});
   hysteresis_tracker_ = full({}, static_cast<double>(o.hysteresis), {i64, device});
+  skip_streak_ = zeros({}, {i64, device});
   std::lock_guard<std::mutex> lock(g_mu);
   g_scalers.push_back(this);
   optim::set_clip_guard(&GradScaler::refuse_scaled_clipping);
@@ -266,11 +273,24 @@ void GradScaler::update() {
   }
   ScaleUpdateParams p{opt_.growth_factor, opt_.backoff_factor, opt_.growth_interval, opt_.hysteresis,
                       opt_.min_scale, opt_.max_scale};
-  update_scale_stub(device_, scale_, growth_tracker_, hysteresis_tracker_, found, p);
+  update_scale_stub(device_, ScaleState{scale_, growth_tracker_, hysteresis_tracker_, skip_streak_}, found, p);
+  ++updates_;
+  // The skip-streak watch: take an earlier read the device has finished, start this
+  // update's if none is in flight (on the CPU it is done at once), report after the
+  // scaler is ready for the next iteration, since the report may throw.
+  StreakRead finished;
+  if (opt_.skip_streak_limit > 0) {
+    if (streak_read_.read.started() && streak_read_.read.ready()) finished = std::exchange(streak_read_, {});
+    if (!streak_read_.read.started()) start_streak_read();
+    if (!finished.read.started() && streak_read_.read.ready()) finished = std::exchange(streak_read_, {});
+  }
   per_opt_.clear();
   scaled_since_update_ = false;
-  std::lock_guard<std::mutex> lock(scaled_mu_);
-  scaled_.clear();
+  {
+    std::lock_guard<std::mutex> lock(scaled_mu_);
+    scaled_.clear();
+  }
+  if (finished.read.started()) check_skip_streak(finished);
 }
 
 void GradScaler::update(double new_scale) {
@@ -282,6 +302,50 @@ void GradScaler::update(double new_scale) {
   scaled_since_update_ = false;
   std::lock_guard<std::mutex> lock(scaled_mu_);
   scaled_.clear();
+}
+
+void GradScaler::start_streak_read() {
+  // [streak, scale, every optimizer's non-finite counts], one read of one small tensor.
+  StreakRead r;
+  NoGrad ng;
+  std::vector<Tensor> parts{skip_streak_.to(f64).reshape({1}), scale_.to(f64).reshape({1})};
+  for (auto& [o, st] : per_opt_) {
+    if (!st.result.nonfinite_counts.defined()) continue;
+    parts.push_back(st.result.nonfinite_counts.to(f64));
+    r.names.insert(r.names.end(), st.result.names.begin(), st.result.names.end());
+    r.numels.insert(r.numels.end(), st.result.numels.begin(), st.result.numels.end());
+  }
+  r.read = AsyncRead(cat(parts, 0));
+  r.update_index = updates_;
+  streak_read_ = std::move(r);
+}
+
+void GradScaler::check_skip_streak(StreakRead& r) {
+  const Tensor v = r.read.value();
+  const auto streak = static_cast<int64_t>(v.at({0}));
+  const int64_t start = r.update_index - streak + 1;  // the update at which this run began
+  if (streak < opt_.skip_streak_limit || start == reported_streak_start_) return;
+  reported_streak_start_ = start;
+  report_skip_streak(streak, v.at({1}), v.slice(0, 2, v.numel()), r);
+}
+
+void GradScaler::report_skip_streak(int64_t streak, double scale, const Tensor& counts, const StreakRead& r) {
+  std::string bad;
+  int64_t n_bad = 0;
+  for (size_t i = 0; i < r.names.size(); ++i) {
+    const auto c = static_cast<int64_t>(counts.at({static_cast<int64_t>(i)}));
+    if (c == 0) continue;
+    if (++n_bad <= 8) bad += detail::concat(n_bad > 1 ? ", " : "", r.names[i], " (", c, " of ", r.numels[i], ")");
+  }
+  if (n_bad > 8) bad += detail::concat(", ... (", n_bad - 8, " more)");
+  const std::string msg = detail::concat(
+      "GradScaler: the last ", streak, " steps were all skipped (skip_streak_limit ", opt_.skip_streak_limit,
+      "); the loss scale has backed off to ", scale, " and the gradients are still not finite, so no scale will fix "
+      "them: they are inf/NaN at any scale. Usual causes: NaN or inf in the data or the weights, or an op that is "
+      "inf at any scale (sqrt, pow or div at 0, log of 0); amp::DetectAnomaly names the op. Non-finite gradients in ",
+      n_bad, " of ", r.names.size(), " parameters at the latest of these steps", n_bad ? ": " : "", bad);
+  if (opt_.on_skip_streak == SkipStreakAction::error) throw Error(msg);
+  warn(msg);
 }
 
 double GradScaler::get_scale() const { return opt_.enabled ? scale_.item<double>() : 1.0; }
@@ -301,6 +365,7 @@ StateDict GradScaler::state_dict() const {
   return {{"scale", scale_.to(Device::cpu()).clone()},
           {"_growth_tracker", growth_tracker_.to(Device::cpu()).clone()},
           {"_hysteresis_tracker", hysteresis_tracker_.to(Device::cpu()).clone()},
+          {"_skip_streak", skip_streak_.to(Device::cpu()).clone()},
           {"growth_factor", scalar(opt_.growth_factor)},
           {"backoff_factor", scalar(opt_.backoff_factor)},
           {"growth_interval", scalar(static_cast<double>(opt_.growth_interval))},
@@ -314,13 +379,15 @@ void GradScaler::load_state_dict(const StateDict& sd) {
   HG_CHECK(!sd.empty(), "GradScaler.load_state_dict: the source state dict is empty, possibly because it was saved "
            "from a disabled instance of GradScaler");
   static const char* const kRequired[] = {"scale", "_growth_tracker", "growth_factor", "backoff_factor", "growth_interval"};
-  static const char* const kOptional[] = {"_hysteresis_tracker", "hysteresis", "min_scale", "max_scale"};
+  static const char* const kOptional[] = {"_hysteresis_tracker", "_skip_streak", "hysteresis", "min_scale",
+                                          "max_scale"};
   for (const char* k : kRequired)
     HG_CHECK(sd.count(k), "GradScaler.load_state_dict: missing entry '", k, "'; nothing was loaded");
   for (const auto& [k, t] : sd)
     HG_CHECK(std::count(std::begin(kRequired), std::end(kRequired), k) + std::count(std::begin(kOptional), std::end(kOptional), k),
              "GradScaler.load_state_dict: unexpected entry '", k, "' (a GradScaler state holds scale, _growth_tracker, "
-             "growth_factor, backoff_factor, growth_interval, hysteresis, _hysteresis_tracker, min_scale, max_scale)");
+             "growth_factor, backoff_factor, growth_interval, hysteresis, _hysteresis_tracker, _skip_streak, min_scale, "
+             "max_scale)");
   // Everything is read and checked before anything changes.
   GradScalerOptions o = opt_;
   const double scale = entry_value(sd, "scale", false);
@@ -328,28 +395,45 @@ void GradScaler::load_state_dict(const StateDict& sd) {
   o.backoff_factor = entry_value(sd, "backoff_factor", false);
   o.growth_interval = entry_int(sd, "growth_interval", 1);
   if (sd.count("hysteresis")) o.hysteresis = entry_int(sd, "hysteresis", 1);
-  if (sd.count("min_scale")) o.min_scale = entry_value(sd, "min_scale", false);
+  if (sd.count("min_scale")) {
+    o.min_scale = entry_value(sd, "min_scale", false);
+    if (o.min_scale == 0) o.min_scale = kLowestMinScale;  // written before the floor existed: 0 meant none
+  }
   if (sd.count("max_scale")) o.max_scale = entry_value(sd, "max_scale", false);
   // The scale lives in f32: it must be finite and > 0 there too.
   const float scale32 = static_cast<float>(scale);
   HG_CHECK(std::isfinite(scale32) && scale32 > 0, "GradScaler.load_state_dict: 'scale' must be finite and > 0 in f32, got ",
-           scale);
+           scale, scale32 == 0 ? " (the run this state comes from had its scale collapse to 0, so every step was being "
+           "skipped; start the scaler afresh: load the model and optimizer, not the scaler)" : "");
   HG_CHECK(std::isfinite(o.growth_factor) && o.growth_factor > 1.0,
            "GradScaler.load_state_dict: 'growth_factor' must be finite and > 1, got ", o.growth_factor);
   HG_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1.0,
            "GradScaler.load_state_dict: 'backoff_factor' must be in (0, 1), got ", o.backoff_factor);
-  HG_CHECK(std::isfinite(o.min_scale) && o.min_scale >= 0 && !std::isnan(o.max_scale) && o.min_scale <= scale &&
-               scale <= o.max_scale,
-           "GradScaler.load_state_dict: need 0 <= min_scale <= scale <= max_scale, got ", o.min_scale, ", ", scale, ", ",
-           o.max_scale);
+  HG_CHECK(std::isfinite(o.min_scale) && o.min_scale >= kLowestMinScale && !std::isnan(o.max_scale) &&
+               o.min_scale <= scale && scale <= o.max_scale,
+           "GradScaler.load_state_dict: need 2^-126 <= min_scale <= scale <= max_scale, got ", o.min_scale, ", ", scale,
+           ", ", o.max_scale, scale < kLowestMinScale ? " (a scale this small can never recover: every step would be "
+           "skipped; start the scaler afresh: load the model and optimizer, not the scaler)" : "");
   check_tracker(sd, "_growth_tracker", 0, o.growth_interval - 1);
-  if (sd.count("_hysteresis_tracker")) check_tracker(sd, "_hysteresis_tracker", 0, o.hysteresis);
+  // A negative hysteresis tracker is an earlier version's way of saying 0.
+  if (sd.count("_hysteresis_tracker")) check_tracker(sd, "_hysteresis_tracker", INT64_MIN, o.hysteresis);
+  if (sd.count("_skip_streak")) check_tracker(sd, "_skip_streak", 0, INT64_MAX);
   NoGrad ng;
   opt_ = o;
   fill_(scale_, scale);
   copy_(growth_tracker_, sd.at("_growth_tracker").reshape({}));
-  if (sd.count("_hysteresis_tracker")) copy_(hysteresis_tracker_, sd.at("_hysteresis_tracker").reshape({}));
-  else fill_(hysteresis_tracker_, static_cast<double>(o.hysteresis));
+  if (sd.count("_hysteresis_tracker")) {
+    Tensor h = sd.at("_hysteresis_tracker").reshape({}).clone();
+    if (h.item<int64_t>() < 0) fill_(h, 0.0);
+    copy_(hysteresis_tracker_, h);
+  } else {
+    fill_(hysteresis_tracker_, static_cast<double>(o.hysteresis));
+  }
+  if (sd.count("_skip_streak")) copy_(skip_streak_, sd.at("_skip_streak").reshape({}));
+  else fill_(skip_streak_, 0.0);
+  // A run the loaded state is in the middle of is reported when it reaches the limit.
+  streak_read_ = {};
+  reported_streak_start_ = -1;
 }
 
 }  // namespace hg::amp

@@ -6,7 +6,11 @@
 //                                 otherwise ->  tracker += 1; when tracker reaches
 //   growth_interval: scale *= growth_factor unless that is not finite, tracker = 0.
 // Extensions (off by default): hysteresis h backs off only on the h-th overflow since
-// the last growth (Megatron's rule); min_scale/max_scale bound the scale.
+// the last growth (Megatron's rule); max_scale bounds the scale from above.
+// Deviations from PyTorch (on by default, the update rule otherwise exact): the scale never
+// backs off below min_scale = 2^-24 (PyTorch's can reach 0 after ~166 overflows in a row,
+// and then every later step is skipped: 0 x inf is NaN), and a run of skip_streak_limit
+// consecutive skipped steps is reported (a warning naming the parameters, or an error).
 #pragma once
 #include <functional>
 #include <limits>
@@ -18,20 +22,35 @@
 #include <utility>
 #include <vector>
 
+#include "framework/async_read.h"
 #include "framework/optim/optimizer.h"
 #include "framework/state_dict.h"
 
 namespace hg::amp {
+
+// The lowest floor a scale may have: below 2^-126 its inverse, the unscaling factor, is
+// not a finite f32 (inf for scales under 2^-128), and no step could ever succeed again.
+inline constexpr double kLowestMinScale = 0x1p-126;
+
+// What to do once skip_streak_limit steps in a row were skipped.
+enum class SkipStreakAction { warn, error };
 
 struct GradScalerOptions {
   double init_scale = 65536.0;  // 2^16
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;
-  int64_t hysteresis = 1;  // 1: back off on every overflow (PyTorch)
-  double min_scale = 0.0;  // 0: unbounded
+  int64_t hysteresis = 1;     // 1: back off on every overflow (PyTorch)
+  double min_scale = 0x1p-24;  // the floor, in [kLowestMinScale, init_scale]; PyTorch has none
   double max_scale = std::numeric_limits<double>::infinity();
   bool enabled = true;
+  // After this many consecutive skipped steps (0: never) update() warns once per run of
+  // them, naming the parameters whose gradients were non-finite, or throws hg::Error. A
+  // loss scale cannot fix gradients that are non-finite at every scale (NaN data or
+  // weights, an op that is inf at any scale). Read without a host synchronisation: on a
+  // GPU the report may come an update or two after the limit was reached.
+  int64_t skip_streak_limit = 50;
+  SkipStreakAction on_skip_streak = SkipStreakAction::warn;
 };
 
 // What step() did. Reading skipped()/nonfinite() synchronises with the device.
@@ -78,6 +97,8 @@ class GradScaler {
   double get_scale() const;  // reads the device value
   const Tensor& scale_tensor() const { return scale_; }
   const Tensor& growth_tracker() const { return growth_tracker_; }
+  // Consecutive update()s that saw a non-finite gradient (0-d i64 on the scaler's device).
+  const Tensor& skip_streak() const { return skip_streak_; }
   bool is_enabled() const { return opt_.enabled; }
   const GradScalerOptions& options() const { return opt_; }
 
@@ -100,6 +121,9 @@ class GradScaler {
   // every entry (a finite scale > 0 within [min_scale, max_scale], growth_factor > 1,
   // backoff_factor in (0, 1), integer intervals and trackers in range, one-element
   // tensors of the right dtypes, no unknown keys) and changes nothing when it refuses.
+  // Every state update() can produce loads back, and so do the states earlier versions
+  // wrote: a negative hysteresis tracker (which meant "back off on every overflow", as
+  // 0 does) loads as 0, and a min_scale of 0 (which meant "no floor") as kLowestMinScale.
   StateDict state_dict() const;
   void load_state_dict(const StateDict& sd);
 
@@ -115,9 +139,24 @@ class GradScaler {
   // gradients some live scaler holds scaled.
   static void refuse_scaled_clipping(const std::vector<Tensor>& params);
 
+  // The skip-streak watch: reads the streak and the last step's non-finite counts back
+  // without waiting, and reports a run of skipped steps once.
+  struct StreakRead {
+    AsyncRead read;             // f64 [streak, scale, counts of every parameter...]
+    int64_t update_index = 0;   // the update() that started it
+    std::vector<std::string> names;
+    std::vector<int64_t> numels;
+  };
+  void start_streak_read();
+  void check_skip_streak(StreakRead& r);
+  void report_skip_streak(int64_t streak, double scale, const Tensor& counts, const StreakRead& r);
+
   GradScalerOptions opt_;
   Device device_;
-  Tensor scale_, growth_tracker_, hysteresis_tracker_;
+  Tensor scale_, growth_tracker_, hysteresis_tracker_, skip_streak_;
+  int64_t updates_ = 0;             // update() calls so far
+  int64_t reported_streak_start_ = -1;  // the update index at which the last reported run began
+  StreakRead streak_read_;
   std::map<const optim::Optimizer*, PerOptimizer> per_opt_;
   bool scaled_since_update_ = false;
   // The leaves whose gradients carry the scale (weak: a freed leaf is not held). Other

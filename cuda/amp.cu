@@ -124,18 +124,18 @@ void unscale_and_check_cuda(const std::vector<Tensor>& grads, const Tensor& inv_
 
 // PyTorch's rule with hysteresis and bounds: the CPU kernel's own function.
 __global__ void update_scale_kernel(float* scale, int64_t* growth_tracker, int64_t* hysteresis_tracker,
-                                    const float* found_inf, ScaleUpdateParams p) {
-  update_scale_rule(*scale, *growth_tracker, *hysteresis_tracker, *found_inf, p);
+                                    int64_t* skip_streak, const float* found_inf, ScaleUpdateParams p) {
+  update_scale_rule(*scale, *growth_tracker, *hysteresis_tracker, *skip_streak, *found_inf, p);
 }
 
-void update_scale_cuda(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,
-                       const Tensor& found_inf, const ScaleUpdateParams& p) {
-  HG_CHECK(scale.dtype() == f32 && found_inf.dtype() == f32 && growth_tracker.dtype() == i64 &&
-               hysteresis_tracker.dtype() == i64,
+void update_scale_cuda(const ScaleState& st, const Tensor& found_inf, const ScaleUpdateParams& p) {
+  HG_CHECK(st.scale.dtype() == f32 && found_inf.dtype() == f32 && st.growth_tracker.dtype() == i64 &&
+               st.hysteresis_tracker.dtype() == i64 && st.skip_streak.dtype() == i64,
            "update_scale: expects f32 scale and found_inf, i64 trackers");
-  launch(update_scale_kernel, {.grid = 1, .block = 1, .stream = current_stream(scale.device().index), .name = "update_scale"},
-         scale.data<float>(), growth_tracker.data<int64_t>(), hysteresis_tracker.data<int64_t>(),
-         found_inf.data<float>(), p);
+  launch(update_scale_kernel,
+         {.grid = 1, .block = 1, .stream = current_stream(st.scale.device().index), .name = "update_scale"},
+         st.scale.data<float>(), st.growth_tracker.data<int64_t>(), st.hysteresis_tracker.data<int64_t>(),
+         st.skip_streak.data<int64_t>(), found_inf.data<float>(), p);
 }
 
 }  // namespace

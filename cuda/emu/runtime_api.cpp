@@ -229,6 +229,19 @@ cudaError_t cudaFree(void* ptr) {
   return cudaSuccess;
 }
 
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  if (!ptr) return fail(cudaErrorInvalidValue);
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  if (posix_memalign(ptr, 256, size) != 0) return fail(cudaErrorMemoryAllocation);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  std::free(ptr);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   if (!free || !total) return fail(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(memory().mu);

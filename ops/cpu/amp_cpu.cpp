@@ -60,10 +60,9 @@ void unscale_and_check_cpu(const std::vector<Tensor>& grads, const Tensor& inv_s
   if (any) *found_inf.data<float>() = 1.0f;
 }
 
-void update_scale_cpu(const Tensor& scale, const Tensor& growth_tracker, const Tensor& hysteresis_tracker,
-                      const Tensor& found_inf, const ScaleUpdateParams& p) {
-  update_scale_rule(*scale.data<float>(), *growth_tracker.data<int64_t>(), *hysteresis_tracker.data<int64_t>(),
-                    *found_inf.data<float>(), p);
+void update_scale_cpu(const ScaleState& st, const Tensor& found_inf, const ScaleUpdateParams& p) {
+  update_scale_rule(*st.scale.data<float>(), *st.growth_tracker.data<int64_t>(), *st.hysteresis_tracker.data<int64_t>(),
+                    *st.skip_streak.data<int64_t>(), *found_inf.data<float>(), p);
 }
 
 }  // namespace

@@ -58,19 +58,23 @@ TEST_CASE("the scale update on cuda follows the CPU's state machine", "[cuda][op
   HG_REQUIRE_CUDA();
   const ScaleUpdateParams p{.growth_factor = 2.0, .backoff_factor = 0.5, .growth_interval = 3, .hysteresis = 2,
                             .min_scale = 1.0, .max_scale = 1e6};
-  Tensor s_c = scalar_tensor(1024.0), g_c = scalar_tensor(0, {i64}), h_c = scalar_tensor(2, {i64});
-  Tensor s_d = s_c.to(kCuda), g_d = g_c.to(kCuda), h_d = h_c.to(kCuda);
+  const ScaleState c{scalar_tensor(1024.0), scalar_tensor(0, {i64}), scalar_tensor(2, {i64}), scalar_tensor(0, {i64})};
+  const ScaleState d{c.scale.to(kCuda), c.growth_tracker.to(kCuda), c.hysteresis_tracker.to(kCuda),
+                     c.skip_streak.to(kCuda)};
   const int infs[] = {0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   for (int step = 0; step < static_cast<int>(std::size(infs)); ++step) {
     INFO("step " << step);
     const Tensor f = scalar_tensor(infs[step] ? (step % 2 ? INFINITY : 1.0) : 0.0);
-    update_scale_stub(Device::cpu(), s_c, g_c, h_c, f, p);
-    update_scale_stub(kCuda, s_d, g_d, h_d, f.to(kCuda), p);
-    REQUIRE(s_d.item<float>() == s_c.item<float>());
-    REQUIRE(g_d.item<int64_t>() == g_c.item<int64_t>());
-    REQUIRE(h_d.item<int64_t>() == h_c.item<int64_t>());
+    update_scale_stub(Device::cpu(), c, f, p);
+    update_scale_stub(kCuda, d, f.to(kCuda), p);
+    REQUIRE(d.scale.item<float>() == c.scale.item<float>());
+    REQUIRE(d.growth_tracker.item<int64_t>() == c.growth_tracker.item<int64_t>());
+    REQUIRE(d.hysteresis_tracker.item<int64_t>() == c.hysteresis_tracker.item<int64_t>());
+    REQUIRE(d.skip_streak.item<int64_t>() == c.skip_streak.item<int64_t>());
   }
-  REQUIRE(s_c.item<float>() == 1.0f);  // backed off down to min_scale
+  REQUIRE(c.scale.item<float>() == 1.0f);  // backed off down to min_scale
+  REQUIRE(c.hysteresis_tracker.item<int64_t>() == 0);  // stops at 0 however many overflows follow
+  REQUIRE(c.skip_streak.item<int64_t>() == 14);  // the trailing run of overflows
 }
 
 TEST_CASE("AMP training of an MLP on cuda follows the same run on the CPU", "[cuda][ops][amp][training]") {
