@@ -54,9 +54,12 @@ Outcome train(test::OverflowNet& model, amp::Fp32Fallback* fallback, int steps, 
 TEST_CASE("Fp32Fallback: without it the run stalls, with it the run recovers and converges", "[amp][fallback]") {
   manual_seed(8);
   test::OverflowNet stalled_model(1e4);
+  CaptureWarnings warnings;
   Outcome stalled = train(stalled_model, nullptr, 60);
-  CHECK(stalled.skipped == 60);          // every forward overflows: no update is ever applied
-  CHECK(stalled.scales.back() < 1e-10);  // while the scaler backs off and off
+  CHECK(stalled.skipped == 60);              // every forward overflows: no update is ever applied
+  CHECK(stalled.scales.back() == 0x1p-24);   // while the scaler backs off down to its floor
+  REQUIRE(warnings.messages().size() == 1);  // and says so once, at the 50th skipped step
+  CHECK_THAT(warnings.messages()[0], Catch::Contains("the last 50 steps were all skipped"));
   CHECK_FALSE(std::isfinite(stalled.last_loss));
 
   manual_seed(8);
