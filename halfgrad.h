@@ -5,6 +5,7 @@
 #include "framework/custom_function.h"
 #include "framework/data/dataloader.h"
 #include "framework/data/dataset.h"
+#include "framework/cpu/threads.h"
 #include "framework/device.h"
 #include "framework/dtype.h"
 #include "framework/error.h"

@@ -1,7 +1,6 @@
 // The CPU convolution weight gradient on the U-Net's layer shapes (segbench's cpu profile:
 // width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype: where
 // conv2d_wgrad's time goes, layer by layer.
-#include <omp.h>
 
 #include <cstdio>
 #include <cstring>
@@ -25,7 +24,7 @@ int main(int argc, char** argv) {
   NoGrad no_grad;
   const int64_t N = 16;
   const Device cpu = Device::cpu();
-  std::printf("conv2d weight gradient, U-Net w8 d4 b16 64^2, %d threads\n", omp_get_max_threads());
+  std::printf("conv2d weight gradient, U-Net w8 d4 b16 64^2, %d threads\n", num_threads());
   std::printf("%-18s %-5s %9s %9s\n", "layer", "type", "ms", "GFLOP/s");
   const Layer layers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},     {32, 8, 16, 3},   {32, 16, 16, 3}, {16, 16, 32, 3},
                           {16, 32, 32, 3}, {8, 32, 64, 3},    {8, 64, 64, 3},   {4, 64, 128, 3}, {4, 128, 128, 3},

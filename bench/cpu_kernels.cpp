@@ -171,7 +171,8 @@ struct Layer {
 int main() {
   NoGrad no_grad;
   std::vector<Row> rows;
-  const int threads = omp_get_max_threads();
+  const int threads = num_threads();
+  omp_set_num_threads(threads);  // Eigen's reference GEMM uses OpenMP's threads: as many
   const double peak1 = fma_peak_gflops(1);
   g_peak = fma_peak_gflops(threads);
   std::printf("kernel path %s (%s); %d threads; f32 FMA peak %.1f GFLOP/s on 1 core, %.1f on %d\n",

@@ -6,7 +6,6 @@
 // Then an f16-hostile setting (attention logits scaled up 10^6-fold) and what the
 // debugging tools say about it.  Usage: char_lm [--steps N] [--source DIR] [--threads N]
 // [--seed N] (the initial weights' seed) [--f64] (an f64 run too, printed beside the others)
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -198,7 +197,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "char_lm: --steps must be at least 10 and --threads at least 1\n");
     return 2;
   }
-  omp_set_num_threads(threads);
+  set_num_threads(threads);
   std::string text;
   try {
     text = read_corpus(source);

@@ -1,6 +1,5 @@
 // segbench, halfgrad's main job: trains the same U-Net on the same procedural data in
 // each precision mode and writes a report comparing quality, speed, memory and numerics.
-#include <omp.h>
 #include <unistd.h>
 
 #include <Eigen/Core>
@@ -22,6 +21,7 @@
 #include "bench/segbench/report.h"
 #include "bench/segbench/tensorboard_log.h"
 #include "bench/segbench/train.h"
+#include "framework/cpu/threads.h"
 
 using namespace hg;
 using namespace hg::segbench;
@@ -65,7 +65,7 @@ ProgressFn make_progress(const std::string& name, bool enabled) {
 int run(Config& cfg, bool overwrite) {
   const Device device = Device::parse(cfg.device);
   if (cfg.threads > 0) {
-    omp_set_num_threads(cfg.threads);
+    set_num_threads(cfg.threads);
     Eigen::setNbThreads(cfg.threads);
   }
   // Before anything trains: a refusal here costs seconds, not a finished mode's work.
@@ -84,7 +84,7 @@ int run(Config& cfg, bool overwrite) {
   Report report;
   report.config = cfg;
   report.machine.cpu_model = cpu_model();
-  report.machine.threads = omp_get_max_threads();
+  report.machine.threads = num_threads();
   report.machine.gpu = device.is_cuda() ? device.str() : "";
   report.machine.compiler = std::string("g++ ") + __VERSION__;
 #ifdef NDEBUG

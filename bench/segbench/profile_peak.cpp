@@ -3,6 +3,8 @@
 // on two pipes); the fastest of several bursts per thread counts, summed over threads.
 #include <omp.h>
 
+#include "framework/cpu/threads.h"
+
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
@@ -21,7 +23,7 @@ double measure() {
   constexpr int kChains = 12, kBursts = 12;
   constexpr int64_t kIters = 100'000;
   double sum = 0;
-#pragma omp parallel reduction(+ : sum)
+#pragma omp parallel reduction(+ : sum) num_threads(num_threads())
   {
     __m256 chain[kChains];
     for (int c = 0; c < kChains; ++c) chain[c] = _mm256_set1_ps(1e-3f * static_cast<float>(c + 1));

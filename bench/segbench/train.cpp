@@ -3,7 +3,6 @@
 // timings per phase, gradient statistics and update/weight ratios at sampled steps, validation.
 #include "bench/segbench/train.h"
 
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 
 #include "amp/autocast.h"
 #include "amp/fp32_fallback.h"
+#include "framework/cpu/threads.h"
 #include "amp/grad_scaler.h"
 #include "amp/master_weights.h"
 #include "amp/numerics_monitor.h"
@@ -137,7 +137,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   std::vector<double> t_step, t_fwd, t_bwd, t_opt;
   reset_peak_memory(device);
   auto fetch = [&](int64_t step) {
-    omp_set_num_threads(1);  // the training loop owns the cores; this thread only prepares data
+    ThreadLimit one(1);  // the training loop owns the cores; this thread only prepares data
     return make_batch(cfg.seed, 0, first_image_of(step, cfg.batch), cfg.batch, cfg.size);
   };
   std::future<Batch> next = std::async(std::launch::async, fetch, 0);

@@ -48,11 +48,18 @@ void unscale_and_check_cpu(const std::vector<Tensor>& grads, const Tensor& inv_s
     visit_floating(g.dtype(), "unscale", [&]<typename T>() {
       T* p = g.data<T>();
       const int64_t n = g.numel();
-      const int threads = n > 65536 ? omp_get_max_threads() : 1;
+      const int threads = n > 65536 ? op_threads() : 1;
       // Whole blocks per thread; the count is an integer sum, so any split gives the same total.
       const int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for reduction(+ : bad) num_threads(threads) schedule(static)
-      for (int64_t b = 0; b < blocks; ++b) bad += unscale_block(p + b * kBlock, std::min(kBlock, n - b * kBlock), inv);
+      std::atomic<int64_t> total{0};
+      parallel_run(static_cast<int>(std::min<int64_t>(threads, blocks)), [&](int t) {
+        const int nt = static_cast<int>(std::min<int64_t>(threads, blocks));
+        int64_t mine = 0;
+        for (int64_t b = blocks * t / nt, end = blocks * (t + 1) / nt; b < end; ++b)
+          mine += unscale_block(p + b * kBlock, std::min(kBlock, n - b * kBlock), inv);
+        total.fetch_add(mine, std::memory_order_relaxed);
+      });
+      bad = total.load();
     });
     cnt[i] = bad;
     any = any || bad > 0;

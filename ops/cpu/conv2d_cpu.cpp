@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/conv2d_kernels.h"
+#include "ops/cpu/loops.h"
 #include "ops/cpu/gemm/sources.h"
 
 namespace hg::cpu {
@@ -47,9 +48,8 @@ const Wide<T>* activation(const Tensor& t, int slot) {
     const T* src = t.data<T>();
     float* dst = buf.data();
     const int64_t block = int64_t{1} << 16, blocks = (n + block - 1) / block;
-    const int nt = omp_in_parallel() || blocks < 4 ? 1 : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t b = 0; b < blocks; ++b) gemm::widen(src + b * block, dst + b * block, std::min(block, n - b * block));
+    parallel_static(blocks < 4 ? 1 : op_threads(), blocks,
+                    [&](int64_t b) { gemm::widen(src + b * block, dst + b * block, std::min(block, n - b * block)); });
     return dst;
   }
 }
@@ -174,9 +174,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   const Wide<T>* x = activation<T>(xt, 0);
   const Wide<T>* gy = activation<T>(gyt, 1);
   // Chunks in parallel, one thread each; or the one chunk's GEMM split among the threads by tiles.
-  const int nt = chunks > 1 && !omp_in_parallel() ? static_cast<int>(std::min<int64_t>(chunks, omp_get_max_threads())) : 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
+  parallel_dynamic(chunks > 1 ? op_threads() : 1, chunks, [&](int64_t c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
       gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
@@ -198,19 +196,17 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
                        &gemm::kernel_for_values<T>());
       }
     }
-  }
+  });
   const gemm::Output o{gwt.data<T>(), gwt.dtype(), 1, 1, 0, 0, 0, 1};
   const int64_t block = gemm::NC;
-  const int st = omp_in_parallel() || wsize * chunks < (1 << 16) ? 1 : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(st) if (st > 1)
-  for (int64_t e0 = 0; e0 < wsize; e0 += block) {
-    const int64_t n = std::min(block, wsize - e0);
+  parallel_static(wsize * chunks < (1 << 16) ? 1 : op_threads(), (wsize + block - 1) / block, [&](int64_t eb) {
+    const int64_t e0 = eb * block, n = std::min(block, wsize - e0);
     Acc sum[gemm::NC];
     std::copy_n(part + e0, n, sum);
     for (int64_t c = 1; c < chunks; ++c)
       for (int64_t e = 0; e < n; ++e) sum[e] += part[c * wsize + e0 + e];
     gemm::store_tile<Acc>(sum, 0, 0, 1, e0, n, o, gemm::Epilogue<Acc>{});
-  }
+  });
 }
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvParams& p) {

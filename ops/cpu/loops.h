@@ -1,17 +1,51 @@
 // The CPU's strided loop: visits N operands broadcast to one shape (operand 0 the
 // output), with dimensions merged where memory allows, the innermost dimension handed
 // to a kernel lambda, and the rows (or, for a few long rows, pieces of them) split
-// across OpenMP threads.
+// across the CPU threads (framework/cpu/threads.h); the parallel loop shapes kernels use.
 #pragma once
-#include <omp.h>
-
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "framework/cpu/threads.h"
 #include "framework/tensor.h"
 
 namespace hg::cpu {
+
+// Threads a parallel op may use from here: 1 inside another parallel body.
+inline int op_threads() { return in_parallel() ? 1 : num_threads(); }
+
+// f(c) for every c in [0, count) on `threads` threads, each taking one contiguous block of
+// c (OpenMP's schedule(static)).
+template <class F>
+void parallel_static(int threads, int64_t count, F&& f) {
+  const int nt = static_cast<int>(std::min<int64_t>(std::max(threads, 1), std::max<int64_t>(count, 1)));
+  if (nt <= 1) {
+    for (int64_t c = 0; c < count; ++c) f(c);
+    return;
+  }
+  parallel_run(nt, [&](int t) {
+    for (int64_t c = count * t / nt, end = count * (t + 1) / nt; c < end; ++c) f(c);
+  });
+}
+
+// f(c) for every c in [0, count), each thread taking the next c not yet taken (OpenMP's
+// schedule(dynamic, 1)): for items of uneven cost.
+template <class F>
+void parallel_dynamic(int threads, int64_t count, F&& f) {
+  const int nt = static_cast<int>(std::min<int64_t>(std::max(threads, 1), std::max<int64_t>(count, 1)));
+  if (nt <= 1) {
+    for (int64_t c = 0; c < count; ++c) f(c);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_run(nt, [&](int) {
+    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < count; c = next.fetch_add(1, std::memory_order_relaxed))
+      f(c);
+  });
+}
 
 template <size_t N>
 struct StridedOperands {
@@ -92,15 +126,14 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
     }
   };
 
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = op_threads();
   if (threads <= 1 || total < grain) {
     run_rows(0, rows, 0, inner_n);
     return;
   }
   if (rows >= threads) {
     const int64_t chunks = threads;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) run_rows(rows * c / chunks, rows * (c + 1) / chunks, 0, inner_n);
+    parallel_static(threads, chunks, [&](int64_t c) { run_rows(rows * c / chunks, rows * (c + 1) / chunks, 0, inner_n); });
     return;
   }
   // Few long rows (a contiguous tensor is one row): split each row into pieces of whole
@@ -112,24 +145,22 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
   }
   const int64_t pieces = threads;
   auto cut = [&](int64_t k) { return k == pieces ? inner_n : (inner_n * k / pieces) & ~int64_t{63}; };
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t c = 0; c < rows * pieces; ++c) {
+  parallel_static(threads, rows * pieces, [&](int64_t c) {
     const int64_t k = c % pieces;
     if (cut(k) < cut(k + 1)) run_rows(c / pieces, c / pieces + 1, cut(k), cut(k + 1));
-  }
+  });
 }
 
 // Runs f(begin, end) over [0, n) split across threads when n * cost_per_item is large.
 template <class F>
 void parallel_for(int64_t n, int64_t cost_per_item, F&& f) {
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = op_threads();
   if (threads <= 1 || n < 2 || n * cost_per_item < 32768) {
     f(int64_t{0}, n);
     return;
   }
-  int64_t chunks = std::min<int64_t>(n, threads);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) f(n * c / chunks, n * (c + 1) / chunks);
+  const int64_t chunks = std::min<int64_t>(n, threads);
+  parallel_run(static_cast<int>(chunks), [&](int c) { f(n * c / chunks, n * (c + 1) / chunks); });
 }
 
 }  // namespace hg::cpu

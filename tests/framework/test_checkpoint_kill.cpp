@@ -4,7 +4,7 @@
 // uninterrupted run's state at that step, and the next child resumes from it exactly.
 #include <catch2/catch.hpp>
 #include <fcntl.h>
-#include <omp.h>
+#include <thread>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -86,9 +86,9 @@ Fingerprint fingerprint(const Checkpoint& ck) {
 // The kernels may split work across threads; one thread on both sides keeps the child
 // and the reference on the same arithmetic.
 struct OneThread {
-  int saved = omp_get_max_threads();
-  OneThread() { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(saved); }
+  int saved = hg::num_threads();
+  OneThread() { hg::set_num_threads(1); }
+  ~OneThread() { hg::set_num_threads(saved); }
 };
 
 // The child: resume from `path` if it exists, then train to kSteps, checkpointing after
@@ -96,7 +96,7 @@ struct OneThread {
 [[noreturn]] void child(const std::string& path, int report_fd) {
   int code = 0;
   try {
-    omp_set_num_threads(1);
+    hg::set_num_threads(1);
     Trainer t = std::filesystem::exists(path) ? Trainer(load_checkpoint(path)) : Trainer();
     while (t.step < kSteps) {
       t.train_step();

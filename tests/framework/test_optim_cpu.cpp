@@ -3,7 +3,7 @@
 // the widened values and rounded once, state in f32 or in the parameter's dtype; f32 too
 // (Adam's F8 lanes), with weight decay, AdamW, amsgrad and inf/NaN/subnormal values.
 #include <catch2/catch.hpp>
-#include <omp.h>
+#include <thread>
 
 #include <bit>
 #include <cmath>
@@ -29,8 +29,8 @@ template <class T>
 void check_adam(bool state_in_param_dtype, int threads) {
   INFO(dtype_name(dtype_v<T>) << (state_in_param_dtype ? ", state in the parameter's dtype" : ", f32 state")
                               << ", " << threads << " thread(s)");
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  const int saved = hg::num_threads();
+  hg::set_num_threads(threads);
   const int64_t n = 70001;  // 273 blocks of 256 and a tail
   Generator g(3);
   Tensor p = randn({n}, {dtype_v<T>}, &g).set_requires_grad();
@@ -51,7 +51,7 @@ void check_adam(bool state_in_param_dtype, int threads) {
       v[i] = round(v[i]);
     }
   }
-  omp_set_num_threads(saved);
+  hg::set_num_threads(saved);
   const std::vector<float> got = widened<T>(p);
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(ref[i]);

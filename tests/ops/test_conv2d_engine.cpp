@@ -2,7 +2,7 @@
 // phase) and weight gradient (fixed chunks) against f64 loops written here with the
 // f32-accumulation bound, the bias rounded once with the sum, and results that do not
 // depend on the thread count.
-#include <omp.h>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -108,8 +108,8 @@ std::vector<uint8_t> bytes(const Tensor& t) {
 
 class Threads {
  public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
+  explicit Threads(int n) : saved_(hg::num_threads()) { hg::set_num_threads(n); }
+  ~Threads() { hg::set_num_threads(saved_); }
 
  private:
   int saved_;

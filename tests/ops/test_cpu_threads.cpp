@@ -2,7 +2,7 @@
 // rows or pieces of rows, and every reduction (BatchNorm statistics and gradients, loss
 // means, the unscale count) sums over a split fixed by the shape, not the thread count.
 #include <catch2/catch.hpp>
-#include <omp.h>
+#include <thread>
 
 #include <cmath>
 #include <cstring>
@@ -18,9 +18,9 @@ namespace {
 
 // Restores the thread count a test found.
 struct Threads {
-  int saved = omp_get_max_threads();
-  explicit Threads(int n) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved); }
+  int saved = hg::num_threads();
+  explicit Threads(int n) { hg::set_num_threads(n); }
+  ~Threads() { hg::set_num_threads(saved); }
 };
 
 std::vector<unsigned char> bytes_of(const Tensor& t) {
@@ -54,7 +54,7 @@ Tensor input(const Shape& s, DType dt, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("elementwise ops, casts and pooling give the same bits with 1 and 2 threads", "[cpu][threads]") {
-  if (omp_get_num_procs() < 2) WARN("one processor: the 2-thread run shares it, the comparison still holds");
+  if (static_cast<int>(std::thread::hardware_concurrency()) < 2) WARN("one processor: the 2-thread run shares it, the comparison still holds");
   for (DType dt : {f32, f16, bf16}) {
     INFO(dtype_name(dt));
     // 100,003 elements: one long row split into pieces, with a tail.

@@ -2,8 +2,6 @@
 // "sources" into micro-panels (f16/bf16 widened exactly at pack time), a register-tile
 // micro-kernel, KC/MC/NC cache blocking and one rounding per output element.
 #pragma once
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -11,6 +9,7 @@
 
 #include "framework/dtype.h"
 #include "ops/cpu/gemm/kernel.h"
+#include "ops/cpu/loops.h"
 
 namespace hg::cpu::gemm {
 
@@ -66,9 +65,9 @@ typename V::value_type* grown(V& v, int64_t n) {
 // How many threads a product of this size deserves: 1 inside another parallel region or
 // when waking a thread costs more than the work.
 inline int threads_for(int64_t M, int64_t N, int64_t K) {
-  if (omp_in_parallel()) return 1;
+  if (in_parallel()) return 1;
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return flops < 2.0e6 ? 1 : omp_get_max_threads();
+  return flops < 2.0e6 ? 1 : num_threads();
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -148,18 +147,16 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
   unsigned char* snb = shared && native ? grown(main_ws.shared_native_b, nb * kblocks * panels_b * bytes_b) : nullptr;
   char* sok = shared && native ? grown(main_ws.shared_ok_b, nb * kblocks * panels_b) : nullptr;
   if (shared) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-    for (int64_t i = 0; i < nb * kblocks; ++i) {
+    parallel_dynamic(nt, nb * kblocks, [&](int64_t i) {
       const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KC, nn = std::min(nc, N - n0);
       const int64_t kc = std::min(KC, K - k0);
       b.pack(sb + i * block_b, n0, nn, k0, kc, NR);
       if (native)
         repack_panels(kn.repack_b, sb + i * block_b, ceil_div(nn, NR), NR, kc, snb + i * panels_b * bytes_b, bytes_b,
                       sok + i * panels_b);
-    }
+    });
   }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-  for (int64_t t = 0; t < tiles; ++t) {
+  parallel_dynamic(nt, tiles, [&](int64_t t) {
     const int64_t m0 = (t / nb) * mc, n0 = (t % nb) * nc;
     const int64_t mn = std::min(mc, M - m0), nn = std::min(nc, N - n0);
     const int64_t mp = ceil_div(mn, MR), np = ceil_div(nn, NR), ldc = np * NR;
@@ -205,7 +202,7 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
       }
     }
     store_tile(pc, ldc, m0, mn, n0, nn, out, ep);
-  }
+  });
 }
 
 }  // namespace hg::cpu::gemm

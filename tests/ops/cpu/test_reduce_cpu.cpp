@@ -2,7 +2,7 @@
 // channel sum for a bias gradient) bitwise the per-column loop (rows added in order, f32
 // accumulator, one rounding), row sums bitwise eight interleaved scalar lanes, on 1 and 2
 // threads, and within the f32 bound of f64.
-#include <omp.h>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -73,8 +73,8 @@ TEST_CASE("row sums are bitwise eight interleaved f32 lanes for f32, f16 and bf1
 
 TEST_CASE("column sums are bitwise the per-column loop for f32, f16 and bf16 on 1 and 2 threads", "[reduce][vec]") {
   for (int threads : {1, 2}) {
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
+    const int saved = hg::num_threads();
+    hg::set_num_threads(threads);
     for (int64_t rows : {1, 7, 1000})
       for (int64_t cols : {2, 5, 8, 13, 64, 100})  // one column is a row sum (its own path)
         for (bool mean : {false, true}) {
@@ -83,7 +83,7 @@ TEST_CASE("column sums are bitwise the per-column loop for f32, f16 and bf16 on 
           check_column_sums<half>(rows, cols, mean);
           check_column_sums<bfloat16>(rows, cols, mean);
         }
-    omp_set_num_threads(saved);
+    hg::set_num_threads(saved);
   }
 }
 

@@ -2,7 +2,7 @@
 // against one-element-at-a-time f32 loops written here, bitwise, and against f64 within a
 // bound: row lengths that are no multiple of 8, exp overflow/underflow, -inf/+inf/NaN
 // logits, ignore_index and class weights, a strided axis, 1 and 2 threads.
-#include <omp.h>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -17,8 +17,8 @@ namespace {
 
 class Threads {
  public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
+  explicit Threads(int n) : saved_(hg::num_threads()) { hg::set_num_threads(n); }
+  ~Threads() { hg::set_num_threads(saved_); }
   Threads(const Threads&) = delete;
   Threads& operator=(const Threads&) = delete;
 
