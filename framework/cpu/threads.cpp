@@ -3,10 +3,16 @@
 // (std::atomic::wait), and a fresh pool in a forked child, which has none of the threads.
 #include "framework/cpu/threads.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -26,10 +32,18 @@
 namespace hg {
 namespace {
 
-// How long an idle thread polls before it sleeps: long enough to catch the next op of a
-// training loop (ops follow each other within microseconds), short enough that idle
-// threads do not compete with other processes for the cores.
-constexpr auto kSpin = std::chrono::microseconds(30);
+// How long an idle thread polls before it sleeps: HG_THREAD_SPIN_US, default 0. Measured
+// with bench/threads_under_load: any spin that outlasts the gap between two ops makes a
+// thread compete with other processes for its core, and a waiting thread that holds its
+// core while the one it waits for is descheduled costs a whole time slice per op.
+std::chrono::nanoseconds spin_time() {
+  static const std::chrono::nanoseconds t = [] {
+    const char* s = std::getenv("HG_THREAD_SPIN_US");
+    const long us = s && *s ? std::strtol(s, nullptr, 10) : 0;
+    return std::chrono::nanoseconds(std::clamp(us, 0L, 100000L) * 1000);
+  }();
+  return t;
+}
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,22 +51,44 @@ inline void cpu_relax() {
 #endif
 }
 
-// Waits until `a` no longer holds `old`: polls for kSpin, then sleeps in the kernel.
-template <class T>
-T wait_change(const std::atomic<T>& a, T old) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 1;; ++i) {
-    const T v = a.load(std::memory_order_acquire);
-    if (v != old) return v;
-    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) break;
-    cpu_relax();
-  }
-  for (;;) {
-    a.wait(old, std::memory_order_acquire);
-    const T v = a.load(std::memory_order_acquire);
-    if (v != old) return v;
-  }
+void futex_wait(std::atomic<uint32_t>& word, uint32_t old) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, old, nullptr, nullptr, 0);
 }
+void futex_wake(std::atomic<uint32_t>& word, int n) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
+// A word one thread waits on for a change and another changes: the waiter polls for
+// spin_time(), then sleeps in the kernel; the changer makes the futex call only when
+// someone may be asleep (Dekker's pattern on `sleepers`, both sides sequentially consistent).
+struct WaitWord {
+  std::atomic<uint32_t> value{0};
+  std::atomic<uint32_t> sleepers{0};
+
+  uint32_t wait_change(uint32_t old) {
+    const auto spin = spin_time();
+    if (spin.count() > 0) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 1;; ++i) {
+        const uint32_t v = value.load(std::memory_order_acquire);
+        if (v != old) return v;
+        if (i % 64 == 0 && std::chrono::steady_clock::now() - start > spin) break;
+        cpu_relax();
+      }
+    }
+    for (;;) {
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t v = value.load(std::memory_order_seq_cst);
+      if (v == old) futex_wait(value, old);
+      sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      v = value.load(std::memory_order_acquire);
+      if (v != old) return v;
+    }
+  }
+  void wake_all() {
+    if (sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(value, INT32_MAX);
+  }
+};
 
 int env_threads(const char* name) {
   const char* s = std::getenv(name);
@@ -82,14 +118,15 @@ struct Job {
 
 class Pool {
  public:
-  // Runs job on t = 1..n-1 of the workers and t = 0 here; the caller holds run_mu_.
+  // Runs job on t = 1..n-1 of the workers and t = 0 here; the caller holds run_mu.
   void run(int n, const Job& job) {
     grow(n - 1);
-    remaining_.store(n - 1, std::memory_order_relaxed);
+    remaining_.value.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
     for (int t = 1; t < n; ++t) {
       Slot& s = *slots_[static_cast<size_t>(t - 1)];
-      s.job.store(&job, std::memory_order_release);
-      s.job.notify_one();
+      s.job = &job;
+      s.seq.value.fetch_add(1, std::memory_order_seq_cst);  // publishes s.job
+      s.seq.wake_all();
     }
     std::exception_ptr mine;
     try {
@@ -97,9 +134,8 @@ class Pool {
     } catch (...) {
       mine = std::current_exception();
     }
-    for (int left = remaining_.load(std::memory_order_acquire); left != 0;
-         left = remaining_.load(std::memory_order_acquire))
-      wait_change(remaining_, left);
+    for (uint32_t left = remaining_.value.load(std::memory_order_acquire); left != 0;)
+      left = remaining_.wait_change(left);
     std::exception_ptr theirs = std::exchange(error_, nullptr);
     if (mine) std::rethrow_exception(mine);
     if (theirs) std::rethrow_exception(theirs);
@@ -109,7 +145,8 @@ class Pool {
 
  private:
   struct alignas(64) Slot {
-    std::atomic<const Job*> job{nullptr};
+    WaitWord seq;                // bumped once per job handed to this worker
+    const Job* job = nullptr;    // written before seq is bumped, read after it is seen
   };
 
   void grow(int workers) {
@@ -122,22 +159,23 @@ class Pool {
 
   void work(Slot* slot, int t) {
     t_in_parallel = true;
+    uint32_t seen = 0;
     for (;;) {
-      const Job* job = wait_change<const Job*>(slot->job, nullptr);
+      seen = slot->seq.wait_change(seen);
+      const Job* job = slot->job;
       try {
         job->body(job->ctx, t);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu_);
         if (!error_) error_ = std::current_exception();
       }
-      slot->job.store(nullptr, std::memory_order_relaxed);
       // The pool, not the job (the caller's, gone once it sees 0), carries the count.
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+      if (remaining_.value.fetch_sub(1, std::memory_order_seq_cst) == 1) remaining_.wake_all();
     }
   }
 
   std::vector<std::unique_ptr<Slot>> slots_;  // grows only; workers live as long as the process
-  std::atomic<int> remaining_{0};
+  WaitWord remaining_;
   std::mutex error_mu_;
   std::exception_ptr error_;
 };
