@@ -1,6 +1,6 @@
-// Reading and writing safetensors: a JSON reader shaped by the header's schema (so no
-// recursion and bounded memory on hostile input), the checks that tie the header to the
-// file before anything is allocated, and the atomic write (temp, fsync, rename, fsync dir).
+// Reading and writing safetensors: the header read by its schema (json_reader.h: no
+// recursion, bounded nesting), the checks that tie the header to the file before anything
+// is allocated, the widening of narrow integers, and the atomic write (atomic_write.h).
 #include "framework/serialize/safetensors.h"
 
 #include "framework/serialize/atomic_write.h"
