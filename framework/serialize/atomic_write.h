@@ -14,13 +14,21 @@ struct ByteChunk {
 
 // Writes the chunks, in order, as the new content of `path`; throws hg::Error naming the
 // failing step (the previous file, if any, is then unchanged and no temporary is left).
-// First removes, as remove_stale_temporaries does, what killed writers left in the folder.
+// An empty path or one naming a directory is refused before anything is written.
+// The temporary is ".<name>.hg-tmp.<16 hex digits>" next to the target, created with
+// O_EXCL and held under flock(LOCK_EX) until it is renamed or removed. First removes,
+// as remove_stale_temporaries does, what killed writers of the same target left.
 void write_file_atomically(const std::string& path, const std::vector<ByteChunk>& chunks);
 
-// Removes the regular files "<name>.tmp.<pid>.<n>" in `dir` whose writer pid no longer
-// runs (never those of this process or of a live one); returns how many. Best effort:
-// an unreadable folder removes nothing. Writers in another pid namespace sharing the
-// folder would look dead: the folder is assumed to be used from one pid namespace.
-int remove_stale_temporaries(const std::string& dir);
+// Removes the temporaries of writes to `path` (regular files named as above, for this
+// target only) that no live writer holds: those this call can flock. A writer in another
+// pid namespace or process holds its lock, so its file is kept; names that are not this
+// library's (e.g. "x.tmp.123.0") are never touched. Returns how many were removed. Best
+// effort: an unreadable folder, or a file system without flock, removes nothing.
+int remove_stale_temporaries(const std::string& path);
+
+// The temporary-name prefix for writes to `path`, folder included: ".../.<name>.hg-tmp."
+// (a name too long for a file name is shortened and tagged with its hash).
+std::string temporary_prefix(const std::string& path);
 
 }  // namespace hg

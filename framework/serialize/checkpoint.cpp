@@ -32,10 +32,12 @@ const std::string* find(const std::map<std::string, std::string>& m, const char*
 
 std::string describe(const std::string* value) { return value ? concat('"', *value, '"') : std::string("missing"); }
 
-bool parse_int64(const std::string& s, int64_t& out) {
+// Digits only, as the saver writes them: no sign (so no "-0"), no spaces.
+bool parse_step(const std::string& s, int64_t& out) {
   const char* end = s.data() + s.size();
+  if (s.empty() || s[0] < '0' || s[0] > '9') return false;
   auto [stop, err] = std::from_chars(s.data(), end, out);
-  return !s.empty() && stop == end && err == std::errc{};
+  return stop == end && err == std::errc{};
 }
 
 Tensor u64_scalar(uint64_t v) {
@@ -58,6 +60,7 @@ uint64_t u64_of(const StateDict& state, const char* key) {
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
+  HG_CHECK(checkpoint.step >= 0, path, ": checkpoint step ", checkpoint.step, " is negative; steps count from 0");
   StateDict flat;
   std::string sections;
   for (const auto& [section, state] : checkpoint.sections) {
@@ -88,21 +91,33 @@ Checkpoint load_checkpoint(const std::string& path) {
 
   Checkpoint ck;
   const std::string* step = find(file.metadata, "step");
-  HG_CHECK(step && parse_int64(*step, ck.step), path, ": checkpoint step ", describe(step), " is not a 64-bit integer");
-  if (const std::string* listed = find(file.metadata, "sections"); listed && !listed->empty()) {
+  HG_CHECK(step && parse_step(*step, ck.step), path, ": checkpoint step ", describe(step),
+           " is not a non-negative 64-bit integer");
+  // With a "sections" list (every saver writes one), a tensor must be in a listed section;
+  // without one, the sections are those the names show.
+  const std::string* listed = find(file.metadata, "sections");
+  if (listed && !listed->empty()) {
     for (size_t begin = 0, comma; begin <= listed->size(); begin = comma + 1) {
       comma = std::min(listed->find(',', begin), listed->size());
       const std::string section = listed->substr(begin, comma - begin);
       HG_CHECK(valid_section_name(section), path, ": metadata \"sections\" lists an invalid section name \"",
                section, "\"");
-      ck.sections[section];
+      HG_CHECK(ck.sections.emplace(section, StateDict{}).second, path, ": metadata \"sections\" lists \"", section,
+               "\" twice");
     }
   }
   for (auto& [name, t] : file.tensors) {
     const size_t slash = name.find('/');
     HG_CHECK(slash != std::string::npos && valid_section_name(name.substr(0, slash)), path, ": tensor \"", name,
              "\" is not named \"<section>/<name>\"");
-    ck.sections[name.substr(0, slash)].emplace(name.substr(slash + 1), std::move(t));
+    const std::string section = name.substr(0, slash);
+    HG_CHECK(slash + 1 < name.size(), path, ": tensor \"", name, "\" has an empty name after its section \"",
+             section, "/\"");
+    auto it = ck.sections.find(section);
+    HG_CHECK(!listed || it != ck.sections.end(), path, ": tensor \"", name, "\" is in section \"", section,
+             "\", which the metadata \"sections\" (", describe(listed), ") does not list");
+    if (it == ck.sections.end()) it = ck.sections.emplace(section, StateDict{}).first;
+    it->second.emplace(name.substr(slash + 1), std::move(t));
   }
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   for (auto& kv : file.metadata) {

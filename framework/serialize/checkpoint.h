@@ -18,12 +18,14 @@ namespace hg {
 struct Checkpoint {
   std::map<std::string, StateDict> sections;
   std::map<std::string, std::string> metadata;
-  int64_t step = 0;
+  int64_t step = 0;  // non-negative
 };
 
 void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Throws hg::Error if the file is not a halfgrad checkpoint or of a version this build
-// does not read.
+// does not read, or is inconsistent: a step that is not a non-negative integer, a section
+// listed twice, a tensor "<section>/" with no name, or one in a section the metadata's
+// "sections" does not list (a file without that key takes its sections from the names).
 Checkpoint load_checkpoint(const std::string& path);
 
 // A generator's state as 0-d i64 tensors "seed" and "draws" (the u64 bits, unchanged).

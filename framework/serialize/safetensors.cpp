@@ -1,9 +1,10 @@
-// Reading and writing safetensors: a JSON reader shaped by the header's schema (so no
-// recursion and bounded memory on hostile input), the checks that tie the header to the
-// file before anything is allocated, and the atomic write (temp, fsync, rename, fsync dir).
+// Reading and writing safetensors: the header read by its schema (json_reader.h: no
+// recursion, bounded nesting), the checks that tie the header to the file before anything
+// is allocated, the widening of narrow integers, and the atomic write (atomic_write.h).
 #include "framework/serialize/safetensors.h"
 
 #include "framework/serialize/atomic_write.h"
+#include "framework/serialize/json_reader.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <new>
-#include <set>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -28,63 +28,34 @@ static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; a big-endian host would need byte swaps");
 
 using detail::concat;
+using serialize_detail::excerpt;
+using serialize_detail::JsonReader;
+using serialize_detail::valid_utf8;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // as the reference implementation
-constexpr size_t kMaxRank = 64;
+// The reference reader (serde_json) stops at 128 levels of nesting in all; a tensor's
+// entry sits 2 deep, so a field it does not know may nest 125 more.
+constexpr size_t kMaxIgnoredDepth = 125;
 
-struct DTypeName {
-  DType dtype;
+// The file's dtypes halfgrad reads. Integers narrower than 64 bits come in as i64
+// (exactly: every I32, U32, ... value is an i64); they are written back as I64.
+enum class Widen : uint8_t { none, signed_int, unsigned_int };
+struct FileDType {
   const char* name;
+  DType dtype;
+  uint8_t bytes;  // per element in the file
+  Widen widen;
 };
-constexpr DTypeName kDTypeNames[] = {{f64, "F64"}, {f32, "F32"}, {f16, "F16"},
-                                     {bf16, "BF16"}, {i64, "I64"}, {b8, "BOOL"}};
-
-constexpr char kHex[] = "0123456789abcdef";
+constexpr FileDType kFileDTypes[] = {
+    {"F64", f64, 8, Widen::none},         {"F32", f32, 4, Widen::none},         {"F16", f16, 2, Widen::none},
+    {"BF16", bf16, 2, Widen::none},       {"I64", i64, 8, Widen::none},         {"BOOL", b8, 1, Widen::none},
+    {"I32", i64, 4, Widen::signed_int},   {"I16", i64, 2, Widen::signed_int},   {"I8", i64, 1, Widen::signed_int},
+    {"U32", i64, 4, Widen::unsigned_int}, {"U16", i64, 2, Widen::unsigned_int}, {"U8", i64, 1, Widen::unsigned_int}};
 
 const char* format_dtype_name(DType dt) {
-  for (const auto& e : kDTypeNames)
-    if (e.dtype == dt) return e.name;
+  for (const auto& e : kFileDTypes)
+    if (e.dtype == dt && e.widen == Widen::none) return e.name;
   throw Error(concat("safetensors: dtype ", dtype_name(dt), " has no safetensors name"));
-}
-
-// Names from a hostile file can be huge; messages show the start.
-std::string quoted(std::string_view s) {
-  return s.size() <= 80 ? concat('\'', s, '\'') : concat('\'', s.substr(0, 80), "...'");
-}
-
-// Length of the well-formed UTF-8 sequence at s[i], or 0 if there is none (overlong
-// forms, surrogates and code points past U+10FFFF are ill-formed, as JSON readers agree).
-size_t utf8_length(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1Fu;
-  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0Fu;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07u;
-  else return 0;
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3Fu);
-  }
-  if (n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
-  if (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
-  return n;
-}
-
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0, n; i < s.size(); i += n)
-    if ((n = utf8_length(s, i)) == 0) return false;
-  return true;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  const int n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-  static constexpr unsigned lead[] = {0, 0, 0xC0, 0xE0, 0xF0};
-  out += static_cast<char>(lead[n] | (cp >> (6 * (n - 1))));
-  for (int k = n - 2; k >= 0; --k) out += static_cast<char>(0x80 | ((cp >> (6 * k)) & 0x3F));
 }
 
 void write_json_string(std::string& out, std::string_view s) {
@@ -96,8 +67,8 @@ void write_json_string(std::string& out, std::string_view s) {
       out += ch;
     } else if (c < 0x20) {
       out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
+      out += serialize_detail::kHex[c >> 4];
+      out += serialize_detail::kHex[c & 15];
     } else {
       out += ch;
     }
@@ -105,173 +76,16 @@ void write_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-// The pieces of JSON the header is made of, read in the order the schema expects them.
-// Every fault names the byte of the header it was found at.
-class JsonReader {
- public:
-  JsonReader(std::string_view text, const std::string& path) : s_(text), path_(path) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(concat(path_, ": invalid JSON in the safetensors header at byte ", pos_, ": ", what));
-  }
-  size_t pos() const { return pos_; }
-
-  void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
-  }
-  bool at(char c) {
-    skip_space();
-    return pos_ < s_.size() && s_[pos_] == c;
-  }
-  void expect(char c) {
-    if (!at(c)) fail(concat("expected '", c, "' but ", found()));
-    ++pos_;
-  }
-  void expect_end() {
-    skip_space();
-    if (pos_ < s_.size()) fail(concat("expected the end of the header but ", found()));
-  }
-
-  // Calls on_member(key) with the reader at each member's value; keys must be unique.
-  template <class F>
-  void object(F&& on_member) {
-    std::set<std::string> seen;
-    sequence('{', '}', [&] {
-      skip_space();
-      const size_t key_pos = pos_;
-      std::string key = string();
-      if (!seen.insert(key).second) {
-        pos_ = key_pos;
-        fail(concat("duplicate key ", quoted(key)));
-      }
-      expect(':');
-      on_member(key);
-    });
-  }
-
-  std::string string() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (pos_ >= s_.size()) fail("unterminated string");
-      const auto c = static_cast<unsigned char>(s_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return out;
-      }
-      if (c < 0x20) fail("control character inside a string");
-      if (c == '\\') {
-        escape(out);
-        continue;
-      }
-      const size_t n = utf8_length(s_, pos_);
-      if (n == 0) fail("invalid UTF-8");
-      out.append(s_.substr(pos_, n));
-      pos_ += n;
-    }
-  }
-
-  int64_t integer() {
-    skip_space();
-    const size_t start = pos_;
-    const bool negative = pos_ < s_.size() && s_[pos_] == '-';
-    pos_ += negative;
-    if (pos_ >= s_.size() || !is_digit(s_[pos_])) fail(concat("expected an integer but ", found()));
-    if (s_[pos_] == '0' && pos_ + 1 < s_.size() && is_digit(s_[pos_ + 1])) fail("integer with a leading zero");
-    uint64_t v = 0;
-    bool overflow = false;
-    for (; pos_ < s_.size() && is_digit(s_[pos_]); ++pos_) {
-      const unsigned d = static_cast<unsigned>(s_[pos_] - '0');
-      overflow |= v > (std::numeric_limits<uint64_t>::max() - d) / 10;
-      v = v * 10 + d;
-    }
-    if (pos_ < s_.size() && (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E'))
-      fail("expected an integer, found a fraction or exponent");
-    const uint64_t limit = uint64_t{1} << 63;
-    if (overflow || v > limit || (!negative && v == limit)) {
-      pos_ = start;
-      fail("integer outside the 64-bit range");
-    }
-    return negative ? static_cast<int64_t>(~v + 1) : static_cast<int64_t>(v);
-  }
-
-  std::vector<int64_t> integers(size_t max_len) {
-    std::vector<int64_t> v;
-    sequence('[', ']', [&] {
-      if (v.size() == max_len) fail(concat("array longer than ", max_len, " elements"));
-      v.push_back(integer());
-    });
-    return v;
-  }
-
- private:
-  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-  // open item (, item)* close, or open close.
-  template <class F>
-  void sequence(char open, char close, F&& item) {
-    expect(open);
-    if (!at(close)) {
-      item();
-      while (at(',')) {
-        ++pos_;
-        item();
-      }
-    }
-    expect(close);
-  }
-
-  std::string found() const {
-    if (pos_ >= s_.size()) return "the header ends";
-    const auto c = static_cast<unsigned char>(s_[pos_]);
-    if (c >= 0x20 && c < 0x7f) return concat("found '", static_cast<char>(c), "'");
-    return concat("found byte 0x", kHex[c >> 4], kHex[c & 15]);
-  }
-
-  uint32_t hex4() {
-    if (pos_ + 4 > s_.size()) fail("truncated \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k, ++pos_) {
-      const char c = s_[pos_], lower = static_cast<char>(c | 0x20);
-      if (is_digit(c)) v = v * 16 + static_cast<uint32_t>(c - '0');
-      else if (lower >= 'a' && lower <= 'f') v = v * 16 + static_cast<uint32_t>(lower - 'a' + 10);
-      else fail("invalid hex digit in a \\u escape");
-    }
-    return v;
-  }
-
-  void escape(std::string& out) {
-    ++pos_;
-    const char e = pos_ < s_.size() ? s_[pos_++] : '\0';
-    static constexpr std::string_view from = "\"\\/bfnrt", to = "\"\\/\b\f\n\r\t";
-    if (const size_t k = from.find(e); k != std::string_view::npos) {
-      out += to[k];
-      return;
-    }
-    if (e != 'u') {
-      --pos_;
-      fail("invalid escape");
-    }
-    uint32_t cp = hex4();
-    if (cp >= 0xDC00 && cp <= 0xDFFF) fail("unpaired low surrogate in a \\u escape");
-    if (cp >= 0xD800 && cp <= 0xDBFF) {
-      if (pos_ + 2 > s_.size() || s_[pos_] != '\\' || s_[pos_ + 1] != 'u') fail("unpaired high surrogate in a \\u escape");
-      pos_ += 2;
-      const uint32_t lo = hex4();
-      if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired high surrogate in a \\u escape");
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-    }
-    append_utf8(out, cp);
-  }
-
-  std::string_view s_;
-  const std::string& path_;
-  size_t pos_ = 0;
-};
+// A header's shape in a message: a hostile one may have millions of sizes.
+std::string shape_text(const Shape& shape) {
+  if (shape.size() <= 16) return shape_str(shape);
+  const std::string start = shape_str(Shape(shape.begin(), shape.begin() + 8));
+  return concat(start.substr(0, start.size() - 1), ", ...] (", shape.size(), " sizes)");
+}
 
 struct Entry {
   std::string name;
-  DType dtype = f32;
+  const FileDType* type = nullptr;
   Shape shape;
   int64_t begin = 0, end = 0;
 };
@@ -281,44 +95,69 @@ struct Header {
   std::map<std::string, std::string> metadata;
 };
 
+const FileDType& file_dtype(const std::string& name, const std::string& tensor, const std::string& path) {
+  for (const FileDType& d : kFileDTypes)
+    if (name == d.name) return d;
+  throw Error(concat(path, ": tensor ", excerpt(tensor), " has dtype ", excerpt(name),
+                     ", which halfgrad does not read (it reads F64, F32, F16, BF16, I64, BOOL, and I32, I16, I8, "
+                     "U32, U16, U8 as I64)"));
+}
+
+Entry parse_entry(JsonReader& r, const std::string& key, const std::string& path) {
+  Entry e;
+  e.name = key;
+  const size_t entry_pos = r.pos();
+  if (!r.at('{'))
+    r.fail(concat("member ", excerpt(key), " is neither \"__metadata__\" nor a tensor ({\"dtype\", \"shape\", "
+                  "\"data_offsets\"}): expected '{' but ", r.found()));
+  bool has_shape = false, has_offsets = false;
+  r.object([&](const std::string& field) {
+    if (field == "dtype") {
+      e.type = &file_dtype(r.string(), key, path);
+    } else if (field == "shape") {
+      e.shape = r.integers();
+      has_shape = true;
+    } else if (field == "data_offsets") {
+      const std::vector<int64_t> o = r.integers(2);
+      if (o.size() != 2) r.fail(concat("data_offsets of tensor ", excerpt(key), " must be [begin, end]"));
+      e.begin = o[0];
+      e.end = o[1];
+      has_offsets = true;
+    } else {
+      r.skip_value(kMaxIgnoredDepth);  // the format may grow fields; the reference ignores them too
+    }
+  });
+  HG_CHECK(e.type && has_shape && has_offsets, path, ": tensor ", excerpt(key), " (header byte ", entry_pos,
+           ") lacks ", !e.type ? "\"dtype\"" : !has_shape ? "\"shape\"" : "\"data_offsets\"");
+  return e;
+}
+
+// Repeats follow the reference reader: a tensor name or metadata key given twice keeps
+// its last value; "__metadata__" twice, or a field twice within a tensor, is an error.
 Header parse_header(std::string_view text, const std::string& path) {
   JsonReader r(text, path);
   Header h;
-  r.object([&](const std::string& key) {
-    if (key == "__metadata__") {
-      r.object([&](const std::string& k) { h.metadata[k] = r.string(); });
-      return;
-    }
-    Entry e;
-    e.name = key;
-    bool has_dtype = false, has_shape = false, has_offsets = false;
-    const size_t entry_pos = r.pos();
-    r.object([&](const std::string& field) {
-      if (field == "dtype") {
-        const std::string name = r.string();
-        const auto* it = std::find_if(std::begin(kDTypeNames), std::end(kDTypeNames),
-                                      [&](const DTypeName& d) { return name == d.name; });
-        HG_CHECK(it != std::end(kDTypeNames), path, ": tensor ", quoted(key), " has dtype ", quoted(name),
-                 ", which halfgrad does not read (it reads F64, F32, F16, BF16, I64, BOOL)");
-        e.dtype = it->dtype;
-        has_dtype = true;
-      } else if (field == "shape") {
-        e.shape = r.integers(kMaxRank);
-        has_shape = true;
-      } else if (field == "data_offsets") {
-        const std::vector<int64_t> o = r.integers(2);
-        if (o.size() != 2) r.fail(concat("data_offsets of tensor ", quoted(key), " must be [begin, end]"));
-        e.begin = o[0];
-        e.end = o[1];
-        has_offsets = true;
-      } else {
-        r.fail(concat("tensor ", quoted(key), " has an unknown field ", quoted(field)));
-      }
-    });
-    HG_CHECK(has_dtype && has_shape && has_offsets, path, ": tensor ", quoted(key), " (header byte ", entry_pos,
-             ") lacks ", !has_dtype ? "\"dtype\"" : !has_shape ? "\"shape\"" : "\"data_offsets\"");
-    h.entries.push_back(std::move(e));
-  });
+  bool has_metadata = false;
+  std::map<std::string, size_t> index;  // tensor name -> its place in h.entries
+  r.object(
+      [&](const std::string& key) {
+        if (key == "__metadata__") {
+          if (has_metadata) r.fail("\"__metadata__\" appears twice");
+          has_metadata = true;
+          if (r.null()) return;  // the reference reads null as no metadata
+          r.object(
+              [&](const std::string& k) {
+                if (!r.at('"')) r.fail(concat("metadata value of ", excerpt(k), " must be a string but ", r.found()));
+                h.metadata[k] = r.string();
+              },
+              /*unique_keys=*/false);
+          return;
+        }
+        Entry e = parse_entry(r, key, path);
+        if (auto [it, added] = index.emplace(key, h.entries.size()); !added) h.entries[it->second] = std::move(e);
+        else h.entries.push_back(std::move(e));
+      },
+      /*unique_keys=*/false);
   r.expect_end();
   return h;
 }
@@ -328,21 +167,24 @@ Header parse_header(std::string_view text, const std::string& path) {
 void check_entries(std::vector<Entry>& entries, int64_t data_size, const std::string& path) {
   for (const Entry& e : entries) {
     // Zero sizes count as 1 here, as in check_shape: [0, 2^40, 2^40] holds no bytes but
-    // has strides past int64, so it is refused whatever the order of its sizes.
-    int64_t nbytes = static_cast<int64_t>(dtype_size(e.dtype)), elements = 1;
+    // has strides past int64, so it is refused whatever the order of its sizes. The
+    // tensor made is i64 for widened integers: its 8 bytes an element must not overflow.
+    int64_t nbytes = e.type->bytes, elements = 1, made = static_cast<int64_t>(dtype_size(e.type->dtype));
     for (int64_t d : e.shape) {
-      HG_CHECK(d >= 0, path, ": tensor ", quoted(e.name), " has a negative size in its shape ", shape_str(e.shape));
-      HG_CHECK(!__builtin_mul_overflow(nbytes, std::max<int64_t>(d, 1), &nbytes), path, ": tensor ", quoted(e.name),
-               " of shape ", shape_str(e.shape), " would overflow a 64-bit byte count");
+      HG_CHECK(d >= 0, path, ": tensor ", excerpt(e.name), " has a negative size in its shape ", shape_text(e.shape));
+      HG_CHECK(!__builtin_mul_overflow(nbytes, std::max<int64_t>(d, 1), &nbytes) &&
+                   !__builtin_mul_overflow(made, std::max<int64_t>(d, 1), &made),
+               path, ": tensor ", excerpt(e.name), " of shape ", shape_text(e.shape),
+               " would overflow a 64-bit byte count");
       elements *= d;
     }
     if (elements == 0) nbytes = 0;
-    HG_CHECK(e.begin >= 0 && e.begin <= e.end, path, ": tensor ", quoted(e.name), " has data_offsets [", e.begin,
+    HG_CHECK(e.begin >= 0 && e.begin <= e.end, path, ": tensor ", excerpt(e.name), " has data_offsets [", e.begin,
              ", ", e.end, "], not 0 <= begin <= end");
-    HG_CHECK(e.end - e.begin == nbytes, path, ": tensor ", quoted(e.name), " is ", format_dtype_name(e.dtype),
-             " of shape ", shape_str(e.shape), " (", nbytes, " bytes) but its data_offsets [", e.begin, ", ", e.end,
-             "] span ", e.end - e.begin, " bytes");
-    HG_CHECK(e.end <= data_size, path, ": tensor ", quoted(e.name), " has data_offsets [", e.begin, ", ", e.end,
+    HG_CHECK(e.end - e.begin == nbytes, path, ": tensor ", excerpt(e.name), " is ", e.type->name, " of shape ",
+             shape_text(e.shape), " (", nbytes, " bytes) but its data_offsets [", e.begin, ", ", e.end, "] span ",
+             e.end - e.begin, " bytes");
+    HG_CHECK(e.end <= data_size, path, ": tensor ", excerpt(e.name), " has data_offsets [", e.begin, ", ", e.end,
              "] past the end of the ", data_size, "-byte data section (the file is truncated or the header wrong)");
   }
   std::sort(entries.begin(), entries.end(),
@@ -350,10 +192,10 @@ void check_entries(std::vector<Entry>& entries, int64_t data_size, const std::st
   int64_t covered = 0;
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
-    HG_CHECK(e.begin >= covered, path, ": tensors ", quoted(prev ? prev->name : ""), " and ", quoted(e.name),
+    HG_CHECK(e.begin >= covered, path, ": tensors ", excerpt(prev ? prev->name : ""), " and ", excerpt(e.name),
              " overlap in the data section (", covered, " > ", e.begin, ")");
     HG_CHECK(e.begin == covered, path, ": the data section has unclaimed bytes ", covered, "..", e.begin,
-             " before tensor ", quoted(e.name));
+             " before tensor ", excerpt(e.name));
     covered = e.end;
     prev = &e;
   }
@@ -389,6 +231,21 @@ void read_at(int fd, void* dst, size_t n, uint64_t offset, const std::string& pa
   }
 }
 
+// Turns n little-endian integers of type.bytes each, packed at the start of data, into
+// n int64s, last first: writing element i's 8 bytes at 8i never reaches the sources of
+// the elements below it (they end by i * bytes), which are still to be read.
+void widen_in_place(void* data, size_t n, const FileDType& type) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  for (size_t i = n; i-- > 0;) {
+    uint64_t v = 0;
+    std::memcpy(&v, bytes + i * type.bytes, type.bytes);
+    const unsigned shift = 64 - 8 * type.bytes;
+    const int64_t x = type.widen == Widen::signed_int ? static_cast<int64_t>(v << shift) >> shift
+                                                      : static_cast<int64_t>(v);
+    std::memcpy(bytes + i * 8, &x, 8);
+  }
+}
+
 // The whole read after the file is known to be a regular one of file_size bytes.
 SafetensorsFile read_safetensors(int fd, uint64_t file_size, const std::string& path) {
   HG_CHECK(file_size >= 8, path, ": the file is ", file_size,
@@ -410,16 +267,16 @@ SafetensorsFile read_safetensors(int fd, uint64_t file_size, const std::string& 
   SafetensorsFile out;
   out.metadata = std::move(h.metadata);
   for (const Entry& e : h.entries) {
-    Tensor t = empty(e.shape, {e.dtype, Device::cpu()});
+    Tensor t = empty(e.shape, {e.type->dtype, Device::cpu()});
     const auto nbytes = static_cast<size_t>(e.end - e.begin);
     if (nbytes > 0) read_at(fd, t.data_ptr(), nbytes, data_start + static_cast<uint64_t>(e.begin), path);
-    if (e.dtype == b8) {
-      // Any byte but 0 or 1 is not a C++ bool; reading it as one would be undefined.
-      const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < nbytes; ++i)
-        HG_CHECK(bytes[i] <= 1, path, ": BOOL tensor ", quoted(e.name), " holds byte ", int{bytes[i]},
-                 " at element ", i, "; only 0 and 1 are booleans");
+    if (e.type->dtype == b8) {
+      // The reference reads any nonzero byte as true; stored as is, a byte other than 0
+      // or 1 would not be a C++ bool, so it becomes 1.
+      auto* bytes = static_cast<unsigned char*>(t.data_ptr());
+      for (size_t i = 0; i < nbytes; ++i) bytes[i] = bytes[i] != 0;
     }
+    if (e.type->widen != Widen::none) widen_in_place(t.data_ptr(), nbytes / e.type->bytes, *e.type);
     out.tensors.emplace(e.name, std::move(t));
   }
   return out;
@@ -432,12 +289,12 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
   std::vector<std::pair<std::string, Tensor>> host;
   for (const auto& [name, t] : tensors) {
     HG_CHECK(name != "__metadata__", path, ": '__metadata__' is reserved by the safetensors format, not a tensor name");
-    HG_CHECK(valid_utf8(name), path, ": tensor name ", quoted(name), " is not valid UTF-8");
-    HG_CHECK(t.defined(), path, ": tensor ", quoted(name), " is undefined");
+    HG_CHECK(valid_utf8(name), path, ": tensor name ", excerpt(name), " is not valid UTF-8");
+    HG_CHECK(t.defined(), path, ": tensor ", excerpt(name), " is undefined");
     host.emplace_back(name, t.detach().to(Device::cpu()).contiguous());
   }
   for (const auto& [k, v] : metadata)
-    HG_CHECK(valid_utf8(k) && valid_utf8(v), path, ": metadata entry ", quoted(k), " is not valid UTF-8");
+    HG_CHECK(valid_utf8(k) && valid_utf8(v), path, ": metadata entry ", excerpt(k), " is not valid UTF-8");
   // Widest items first keeps every tensor naturally aligned in the file, as the
   // reference writer does, so readers that map the file can use the data in place.
   std::stable_sort(host.begin(), host.end(),

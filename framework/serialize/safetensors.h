@@ -19,6 +19,12 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
 };
 // Throws hg::Error naming the file and the fault on anything malformed or truncated.
+// Reads what the reference reader (the safetensors package) reads, with these choices:
+// I32, I16, I8, U32, U16 and U8 tensors come in as i64 (exact); BOOL bytes other than 0
+// count as true (stored as 1); other dtypes (U64, F8_*, ...) are refused. As in the
+// reference, "__metadata__": null is no metadata, a repeated metadata key or tensor name
+// keeps its last value, and fields of a tensor's entry other than dtype, shape and
+// data_offsets are skipped (they must still be valid JSON).
 SafetensorsFile load_safetensors(const std::string& path);
 
 // Short names for files without metadata.

@@ -94,16 +94,58 @@ TEST_CASE("files that are not checkpoints of a known version are rejected", "[ch
   CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("version missing"));
   write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "2"}, {"step", "0"}});
   CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("version \"2\" is not one this build reads"));
-  for (const char* step : {"", "12x", "99999999999999999999", " 1"}) {
+  for (const char* step : {"", "12x", "99999999999999999999", " 1", "-5", "-0", "+5", "0x10"}) {
+    INFO(step);
     write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", step}});
-    CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("step") && Catch::Contains("not a 64-bit integer"));
+    CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains(path) && Catch::Contains("step \"" + std::string(step) +
+                                                                                  "\" is not a non-negative 64-bit integer"));
   }
   write({{"w", tensor({1.0})}}, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "3"}});
   CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("\"w\" is not named \"<section>/<name>\""));
-  write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "-3"}, {"sections", "model,bad name"}});
+  write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "3"}, {"sections", "model,bad name"}});
   CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("invalid section name \"bad name\""));
-  write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "-3"}});
-  CHECK(load_checkpoint(path).step == -3);  // "sections" is optional: derived from the names
+  write(ok, {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "3"}});
+  CHECK(load_checkpoint(path).step == 3);  // "sections" is optional: derived from the names
+}
+
+TEST_CASE("checkpoints whose sections disagree with their tensors are refused", "[checkpoint][errors]") {
+  TempDir dir;
+  const std::string path = dir / "f.safetensors";
+  const std::map<std::string, std::string> meta = {{"format", "halfgrad-checkpoint"}, {"version", "1"}, {"step", "0"}};
+  auto with = [&](std::map<std::string, std::string> m, const std::string& k, const std::string& v) {
+    m[k] = v;
+    return m;
+  };
+  save_safetensors(path, {{"model/w", tensor({1.0})}}, with(meta, "sections", "model,model"));
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains(path) && Catch::Contains("lists \"model\" twice"));
+  save_safetensors(path, {{"a/w", tensor({1.0})}}, with(meta, "sections", "a,b,a"));
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("lists \"a\" twice"));
+  save_safetensors(path, {{"model/", tensor({1.0})}}, with(meta, "sections", "model"));
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("tensor \"model/\" has an empty name after its section"));
+  save_safetensors(path, {{"model/", tensor({1.0})}}, meta);
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("tensor \"model/\" has an empty name"));
+  save_safetensors(path, {{"model/w", tensor({1.0})}, {"extra/w", tensor({2.0})}}, with(meta, "sections", "model"));
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("tensor \"extra/w\" is in section \"extra\", which the "
+                                                           "metadata \"sections\" (\"model\") does not list"));
+  save_safetensors(path, {{"model/w", tensor({1.0})}}, with(meta, "sections", ""));
+  CHECK_THROWS_WITH(load_checkpoint(path), Catch::Contains("section \"model\", which the metadata \"sections\" (\"\")"));
+  // Listed sections with no tensors, and a name that itself has slashes, are fine.
+  save_safetensors(path, {{"model/a/b", tensor({1.0})}}, with(meta, "sections", "model,ema"));
+  const Checkpoint ck = load_checkpoint(path);
+  CHECK(ck.sections.size() == 2);
+  CHECK(ck.sections.at("ema").empty());
+  CHECK(ck.sections.at("model").count("a/b") == 1);
+}
+
+TEST_CASE("save_checkpoint refuses an empty or directory path and a negative step before writing", "[checkpoint][errors]") {
+  TempDir dir;
+  CHECK_THROWS_WITH(save_checkpoint("", sample()), Catch::Contains("cannot write a file at an empty path"));
+  CHECK_THROWS_WITH(save_checkpoint(dir.path, sample()), Catch::Contains(dir.path) && Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(save_checkpoint(dir.path + "/", sample()), Catch::Contains("names a directory"));
+  Checkpoint bad = sample();
+  bad.step = -5;
+  CHECK_THROWS_WITH(save_checkpoint(dir / "ck.safetensors", bad), Catch::Contains("step -5 is negative"));
+  CHECK(dir.listing().empty());
 }
 
 TEST_CASE("invalid checkpoints are refused before anything is written", "[checkpoint][errors]") {

@@ -1,6 +1,7 @@
 // safetensors byte strings: valid files written by the library (read back bitwise),
 // truncated ones, corrupted headers and length prefixes, hand-written headers declaring
-// absurd sizes or overlapping/gapped offsets, deep nesting, invalid UTF-8 and BOOL bytes.
+// absurd sizes or overlapping/gapped offsets, deep nesting, invalid UTF-8, BOOL bytes and
+// narrow integers (read as i64).
 // Each load returns the right tensors or raises hg::Error, and no declared-but-absurd
 // size reaches the allocator (its peak is checked against the file's size).
 #include <stdlib.h>
@@ -70,15 +71,18 @@ std::vector<uint64_t> bits_of(const Tensor& t) {
   return out;
 }
 
+// Integers narrower than I64 (I8 .. U32) are read as i64: at most 8 bytes a file byte.
+constexpr int64_t kMaxWidening = 8;
+
 // Loads the scratch file; on success and on refusal alike, the tensors allocated on the
-// way must fit in the file (a declared size never reaches the allocator unchecked).
+// way must fit in the file, widened (a declared size never reaches the allocator unchecked).
 SafetensorsFile load_checked(size_t file_size) {
   reset_peak_memory(Device::cpu());
   const int64_t base = memory_stats(Device::cpu()).in_use;
   auto check = [&] {
     const int64_t grew = memory_stats(Device::cpu()).peak - base;
-    expect(grew <= static_cast<int64_t>(file_size) + 4096, "loading a ", file_size, "-byte file allocated ", grew,
-           " bytes of tensors");
+    expect(grew <= kMaxWidening * static_cast<int64_t>(file_size) + 4096, "loading a ", file_size,
+           "-byte file allocated ", grew, " bytes of tensors");
   };
   try {
     SafetensorsFile f = load_safetensors(scratch_file());
@@ -147,8 +151,8 @@ void fuzz_safetensors(Rng& rng) {
     const SafetensorsFile f = load_checked(bytes.size());
     int64_t total = 0;
     for (const auto& [name, t] : f.tensors) total += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
-    expect(total <= static_cast<int64_t>(bytes.size()), "a corrupted file was read as ", total, " bytes of tensors from ",
-           bytes.size(), " bytes");
+    expect(total <= kMaxWidening * static_cast<int64_t>(bytes.size()), "a corrupted file was read as ", total,
+           " bytes of tensors from ", bytes.size(), " bytes");
     return;
   }
   if (kind == 4) {  // absurd declared sizes: refused before any allocation of them
@@ -186,12 +190,36 @@ void fuzz_safetensors(Rng& rng) {
     load_checked(bytes.size());
     return;
   }
-  if (kind == 8) {  // BOOL bytes other than 0 and 1, or a name that is not UTF-8
-    const bool bad_bool = rng.chance(0.5);
-    const std::string bytes = bad_bool ? file_of(detail::concat("{", entry("m", "BOOL", "[2]", 0, 2), "}"), std::string("\x01\x02"))
-                                       : file_of(detail::concat("{", entry("\xc3\x28", "F32", "[]", 0, 4), "}"), std::string(4, '\0'));
-    write_bytes(bytes);
-    must_fail(bad_bool ? "a BOOL byte 2" : "a name with invalid UTF-8", [&] { load_checked(bytes.size()); });
+  if (kind == 8) {  // BOOL bytes other than 0 and 1 (true, as the reference reads them), or a name that is not UTF-8
+    const int64_t pick = rng.uniform(0, 2);
+    if (pick == 2) {  // a narrow integer type: each value exactly, as i64
+      struct Narrow { const char* name; int bytes; bool is_signed; };
+      const Narrow n = rng.pick(std::vector<Narrow>{{"I8", 1, true}, {"U8", 1, false}, {"I16", 2, true},
+                                                    {"U16", 2, false}, {"I32", 4, true}, {"U32", 4, false}});
+      const int64_t count = rng.uniform(0, 9);
+      std::string data;
+      std::vector<double> want;
+      for (int64_t i = 0; i < count; ++i) {
+        const uint64_t bits = rng.bits() & (~uint64_t{0} >> (64 - 8 * n.bytes));
+        for (int k = 0; k < n.bytes; ++k) data += static_cast<char>(bits >> (8 * k));
+        const uint64_t sign = uint64_t{1} << (8 * n.bytes - 1);
+        want.push_back(n.is_signed && (bits & sign) ? static_cast<double>(bits) - 2.0 * static_cast<double>(sign)
+                                                    : static_cast<double>(bits));
+      }
+      write_bytes(file_of(detail::concat("{", entry("n", n.name, detail::concat("[", count, "]"), 0, count * n.bytes), "}"), data));
+      const SafetensorsFile f = must_succeed(detail::concat("an ", n.name, " tensor"), [&] { return load_checked(read_bytes().size()); });
+      const Tensor& t = f.tensors.at("n");
+      expect(t.dtype() == i64 && t.to_vector<double>() == want, n.name, " values were not read exactly as i64");
+    } else if (pick == 1) {
+      const auto b = static_cast<char>(rng.uniform(2, 255));
+      write_bytes(file_of(detail::concat("{", entry("m", "BOOL", "[2]", 0, 2), "}"), std::string{'\x01', b}));
+      const SafetensorsFile f = must_succeed("BOOL bytes 1 and 2..255", [&] { return load_checked(read_bytes().size()); });
+      expect(f.tensors.at("m").to_vector<double>() == std::vector<double>{1, 1}, "a BOOL byte above 1 is not true");
+    } else {
+      const std::string bytes = file_of(detail::concat("{", entry("\xc3\x28", "F32", "[]", 0, 4), "}"), std::string(4, '\0'));
+      write_bytes(bytes);
+      must_fail("a name with invalid UTF-8", [&] { load_checked(bytes.size()); });
+    }
   }
   // A safetensors file that is not a halfgrad checkpoint.
   write_valid(rng);

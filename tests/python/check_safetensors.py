@@ -4,7 +4,13 @@ Usage: check_safetensors.py DIR
 Reads DIR/from_cpp.safetensors (written by tests/framework/test_safetensors.cpp) and
 checks every name, dtype, shape and value against values recomputed here; then writes
 DIR/from_python.safetensors for the C++ test to read. Exits non-zero on any mismatch.
+
+Usage: check_safetensors.py --verdicts DIR
+Prints "<file> read" or "<file> refused: <why>" for each DIR/*.safetensors, as the
+reference parser (safetensors.deserialize, which safe_open's header checks match) sees
+it; tests/framework/test_safetensors_reference.cpp compares these with halfgrad's.
 """
+import os
 import sys
 
 import numpy as np
@@ -79,7 +85,23 @@ def write_for_cpp(path):
     )
 
 
+def print_verdicts(directory):
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".safetensors"):
+            continue
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        try:
+            safetensors.deserialize(data)
+            print(f"{name} read")
+        except Exception as e:  # the package raises SafetensorError, a plain Exception
+            print(f"{name} refused: {e}")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--verdicts":
+        print_verdicts(sys.argv[2])
+        return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     directory = sys.argv[1]
