@@ -26,7 +26,6 @@
 #include "framework/serialize/checkpoint.h"
 #include "framework/serialize/load_path.h"
 #include "framework/serialize/safetensors.h"
-#include "framework/serialize/training_state.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"
 #include "ops/activation.h"

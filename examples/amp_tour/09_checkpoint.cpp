@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/serialize/training_state.h"  // not yet in halfgrad.h
 #include "halfgrad.h"
 
 using namespace hg;

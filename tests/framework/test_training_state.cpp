@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "framework/serialize/training_state.h"  // not yet in halfgrad.h
 #include "halfgrad.h"
 #include "tests/temp_dir.h"
 
