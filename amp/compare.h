@@ -28,7 +28,7 @@ struct ModuleComparison {
   std::string type;    // "Conv2d"
   DType dtype = f32;   // dtype of the module's output under the policy
   double activation_error = 0;  // ||a - a_f32|| / ||a_f32||; inf when a is not finite
-  double grad_error = -1;  // worst own param: |g - g32| / max(|g32|, 1e-3 |G32|), G: all own params; -1: none
+  double grad_error = -1;  // worst own param: |g - g32| / max(|g32|, 0.1 |G32|), G: all own params; -1: none
   double threshold = 0;         // what its errors are held to (per its dtype, see CompareOptions)
   bool exceeds = false;
 };

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/serialize/training_state.h"  // not yet in halfgrad.h
+#include "framework/serialize/training_state.h"
 #include "halfgrad.h"
 
 using namespace hg;
@@ -64,6 +64,8 @@ int main() {
   std::printf("saved at step 7: scale %g, growth tracker %g, lr %g, epoch %lld batch %lld\n", a.scaler.get_scale(),
               a.scaler.growth_tracker().to(f64).item<double>(), a.sched.get_last_lr()[0],
               static_cast<long long>(a.loader.state().epoch), static_cast<long long>(a.loader.state().batch));
+  std::vector<double> straight;  // the uninterrupted run goes on first: both draw from the default generator
+  for (int s = 7; s < 15; ++s) straight.push_back(a.step());
 
   manual_seed(42);  // a fresh process: other weights, another generator state
   Run b;
@@ -73,7 +75,7 @@ int main() {
               b.sched.get_last_lr()[0], static_cast<long long>(b.loader.state().epoch),
               static_cast<long long>(b.loader.state().batch));
   int same = 0;
-  for (int s = 7; s < 15; ++s) same += a.step() == b.step();
+  for (int s = 7; s < 15; ++s) same += b.step() == straight[s - 7];
   std::printf("steps 7-14: %d of 8 losses identical\n", same);
 
   // Leave a part out of the list and the load refuses, naming it (nothing is loaded).
