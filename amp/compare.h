@@ -1,7 +1,7 @@
-// FP32 vs reduced precision on one batch: the same weights run the same batch in f32
-// and under a policy; per module, in the order their forwards finish, the relative
-// error of the output and of the module's own weight gradients, and the first module
-// whose error exceeds a threshold: where a reduced-precision run starts to go wrong.
+// FP32 vs reduced precision on one batch: the same weights run the same batch in f32 and under
+// a policy; per module, in forward order, the relative error of its output and of its own weight
+// gradients (a gradient that is zero in exact arithmetic, as k_proj's bias, reads as rounding noise
+// only: see grad_error), and the first module over a threshold: where a reduced-precision run fails.
 #pragma once
 #include <functional>
 #include <optional>
@@ -28,7 +28,7 @@ struct ModuleComparison {
   std::string type;    // "Conv2d"
   DType dtype = f32;   // dtype of the module's output under the policy
   double activation_error = 0;  // ||a - a_f32|| / ||a_f32||; inf when a is not finite
-  double grad_error = -1;       // worst over the module's own parameters; -1: it has none
+  double grad_error = -1;  // worst own param: |g - g32| / max(|g32|, 0.1 |G32|), G: all own params; -1: none
   double threshold = 0;         // what its errors are held to (per its dtype, see CompareOptions)
   bool exceeds = false;
 };
