@@ -27,6 +27,7 @@
 #include "framework/serialize/checkpoint.h"
 #include "framework/serialize/load_path.h"
 #include "framework/serialize/safetensors.h"
+#include "framework/serialize/training_state.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"
 #include "framework/warning.h"
