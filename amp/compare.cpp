@@ -119,6 +119,7 @@ std::string fmt(double v) {
 Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn, const Policy& policy,
                    CompareOptions options) {
   HG_CHECK(options.threshold > 0, "compare: threshold must be > 0, got ", options.threshold);
+  HG_CHECK(options.grad_threshold > 0, "compare: grad_threshold must be > 0, got ", options.grad_threshold);
   HG_CHECK(options.loss_scale > 0 && std::isfinite(options.loss_scale), "compare: loss_scale must be finite and > 0, got ",
            options.loss_scale);
   for (auto& [name, p] : model.named_parameters())
@@ -163,6 +164,7 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
   Comparison c;
   c.policy = policy.str();
   c.threshold = options.threshold;
+  c.grad_threshold = options.grad_threshold;
   Pass ref, low;
   auto grads_finite = [](const Pass& p) {
     for (auto& [name, g] : p.grads)
@@ -221,7 +223,8 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
     for (const Norms& n : own)
       mc.grad_error = std::max(mc.grad_error, ratio(n.diff, std::max(n.ref, kGradFloor * std::sqrt(module_sq))));
     mc.threshold = threshold_for(mc.dtype, options.threshold);
-    mc.exceeds = mc.activation_error > mc.threshold || mc.grad_error > mc.threshold;
+    mc.grad_threshold = options.grad_threshold;
+    mc.exceeds = mc.activation_error > mc.threshold || mc.grad_error > mc.grad_threshold;
     c.modules.push_back(mc);
   }
   // Output errors flow forward, gradient errors backward: the origin is the first
@@ -229,7 +232,7 @@ Comparison compare(nn::Module& model, const Tensor& input, const LossFn& loss_fn
   for (size_t i = 0; i < c.modules.size() && !c.first_exceeding; ++i)
     if (c.modules[i].activation_error > c.modules[i].threshold) c.first_exceeding = i;
   for (size_t i = c.modules.size(); i-- > 0 && !c.first_exceeding;)
-    if (c.modules[i].grad_error > c.modules[i].threshold) c.first_exceeding = i;
+    if (c.modules[i].grad_error > c.modules[i].grad_threshold) c.first_exceeding = i;
   return c;
 }
 
@@ -250,13 +253,15 @@ std::string Comparison::table() const {
   }
   if (first_exceeding) {
     const ModuleComparison& m = modules[*first_exceeding];
-    os << "first module over the threshold " << m.threshold << ": " << (m.module.empty() ? "(model)" : m.module)
-       << (m.activation_error > m.threshold ? " (its output; later modules inherit the error)"
-                                          : " (its weight gradients; backward reaches it first)")
+    const bool output = m.activation_error > m.threshold;
+    os << "first module over the threshold " << (output ? m.threshold : m.grad_threshold) << ": "
+       << (m.module.empty() ? "(model)" : m.module)
+       << (output ? " (its output; later modules inherit the error)" : " (its weight gradients; backward reaches it first)")
        << "\n";
+  } else {
+    os << "no module exceeds the relative error thresholds " << threshold << " (outputs) and " << grad_threshold
+       << " (weight gradients)\n";
   }
-  else
-    os << "no module exceeds the relative error threshold " << threshold << "\n";
   return os.str();
 }
 
@@ -264,7 +269,8 @@ std::string Comparison::json() const {
   std::ostringstream os;
   os.precision(6);
   auto num = [](double v) { return std::isfinite(v) ? detail::concat(v) : std::string("null"); };
-  os << "{\"policy\":\"" << policy << "\",\"threshold\":" << threshold << ",\"loss_f32\":" << num(loss_f32)
+  os << "{\"policy\":\"" << policy << "\",\"threshold\":" << threshold << ",\"grad_threshold\":" << grad_threshold
+     << ",\"loss_f32\":" << num(loss_f32)
      << ",\"loss_policy\":" << num(loss_policy) << ",\"loss_scale\":" << loss_scale << ",\"first_exceeding\":";
   if (first_exceeding) os << "\"" << modules[*first_exceeding].module << "\""; else os << "null";
   os << ",\"modules\":[";
@@ -273,7 +279,7 @@ std::string Comparison::json() const {
     os << (i ? "," : "") << "{\"module\":\"" << m.module << "\",\"type\":\"" << m.type
        << "\",\"output_error\":" << num(m.activation_error)
        << ",\"grad_error\":" << (m.grad_error < 0 ? std::string("null") : num(m.grad_error))
-       << ",\"threshold\":" << m.threshold
+       << ",\"threshold\":" << m.threshold << ",\"grad_threshold\":" << m.grad_threshold
        << ",\"exceeds\":" << (m.exceeds ? "true" : "false") << "}";
   }
   os << "]}";
