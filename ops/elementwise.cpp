@@ -167,9 +167,9 @@ Tensor floating_operand(const char* op, const Tensor& a) {
   return is_floating(a.dtype()) ? a : a.to(f32);
 }
 
-bool integral_case(const Tensor& a, const Scalar& s) {
-  return a.defined() && !is_floating(a.dtype()) && s.is_integral();
-}
+// add, sub, mul and rsub follow scalar_result_dtype (the one promotion rule): i64 here,
+// otherwise the floating dtype floating_operand gives.
+bool integral_case(const Tensor& a, const Scalar& s) { return a.defined() && scalar_result_dtype(a.dtype(), s) == i64; }
 
 }  // namespace
 
