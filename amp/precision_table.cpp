@@ -2,7 +2,11 @@
 // (tests/amp/test_precision_table.cpp checks every row against the op's behaviour).
 #include "amp/precision_table.h"
 
+#include <cmath>
+#include <sstream>
+
 #include "framework/error.h"
+#include "framework/tensor.h"
 
 namespace hg::amp {
 
@@ -31,7 +35,7 @@ const std::vector<OpPrecision>& precision_table() {
       {"add", P::promote, "elementwise: the widest input decides, no information is thrown away"},
       {"sub", P::promote, "elementwise"},
       {"mul", P::promote, "elementwise"},
-      {"div", P::promote, "elementwise"},
+      {"div", P::promote, "elementwise; true division: integer inputs give f32"},
       {"where", P::promote, "selects between two inputs"},
       {"cat", P::promote, "joins tensors: the widest input decides"},
       {"stack", P::promote, "joins tensors"},
@@ -56,7 +60,8 @@ const std::vector<OpPrecision>& precision_table() {
       {"embedding", P::follow, "copies rows of the weight: exact (the backward sums repeats in f32)"},
       {"sort", P::follow, "reorders values: exact"},
       {"topk", P::follow, "selects values: exact"},
-      {"masked_fill", P::follow, "copies, the fill value rounds once into the input's dtype"},
+      {"masked_fill", P::follow,
+       "copies, the fill value rounds once into the input's dtype (one beyond its range is refused, as in PyTorch)"},
       {"tril", P::follow, "copies or zeroes"},
       {"triu", P::follow, "copies or zeroes"},
   };
@@ -74,6 +79,19 @@ std::string precision_table_markdown() {
   for (const OpPrecision& r : precision_table())
     s += std::string("| ") + r.op + " | " + precision_class_name(r.cls) + " | " + r.reason + " |\n";
   return s;
+}
+
+std::string cast_table_markdown() {
+  const std::vector<double> values{2.75, -2.75, 70000.0, 1e30, -1e30, INFINITY, -INFINITY, NAN};
+  const Tensor x = from_vector(values, {static_cast<int64_t>(values.size())}, {f64});
+  const std::vector<int64_t> as_i64 = x.to(i64).to_vector<int64_t>();
+  const std::vector<double> as_bool = x.to(b8).to_vector<double>(), as_f16 = x.to(f16).to_vector<double>();
+  std::ostringstream s;
+  s << "| f64 value | to i64 | to bool | to f16 |\n|---|---|---|---|\n";
+  for (size_t i = 0; i < values.size(); ++i)
+    s << "| " << values[i] << " | " << as_i64[i] << " | " << (as_bool[i] != 0 ? "true" : "false") << " | " << as_f16[i]
+      << " |\n";
+  return s.str();
 }
 
 }  // namespace hg::amp

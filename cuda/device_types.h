@@ -108,6 +108,8 @@ HG_HOST_DEVICE T dev_store(C v) {
     return r;
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != C(0);
+  } else if constexpr (std::is_same_v<T, int64_t> && std::is_floating_point_v<C>) {
+    return saturate_to_i64(v);  // cvt.rzi would give INT64_MIN for NaN; the CPU's rule is NaN -> 0
   } else {
     return static_cast<T>(v);
   }

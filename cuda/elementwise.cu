@@ -107,7 +107,7 @@ struct Select {
 void unary_cuda(UnaryOp op, const Tensor& x, const Tensor& out, double p0, double p1) {
   visit_dtype(x.dtype(), [&]<typename T>() {
     using C = compute_t<T>;
-    const C q0 = static_cast<C>(p0), q1 = static_cast<C>(p1);
+    const C q0 = dev_store<C>(p0), q1 = dev_store<C>(p1);  // an i64 bound (clamp) saturates
     if (out.dtype() == b8 && !std::is_same_v<T, bool>) map<bool, T>("unary", out, {&x}, Unary<T, bool>{op, q0, q1});
     else map<T, T>("unary", out, {&x}, Unary<T, T>{op, q0, q1});
   });
@@ -116,7 +116,7 @@ void unary_cuda(UnaryOp op, const Tensor& x, const Tensor& out, double p0, doubl
 void binary_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, double p0, double p1) {
   visit_dtype(a.dtype(), [&]<typename T>() {
     using C = compute_t<T>;
-    const C q0 = static_cast<C>(p0), q1 = static_cast<C>(p1);
+    const C q0 = dev_store<C>(p0), q1 = dev_store<C>(p1);  // an i64 bound (clamp) saturates
     if (out.dtype() == b8 && !std::is_same_v<T, bool>)
       map<bool, T, T>("binary", out, {&a, &b}, Binary<T, bool>{op, q0, q1});
     else map<T, T, T>("binary", out, {&a, &b}, Binary<T, T>{op, q0, q1});

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "framework/bfloat16.h"
 #include "framework/error.h"
@@ -49,6 +50,18 @@ template <class T> using compute_t = typename compute_type<T>::type;
 template <class T> struct accum_type { using type = compute_t<T>; };
 template <class T> using accum_t = typename accum_type<T>::type;
 
+// A floating value as int64 with a defined result (C++ leaves out-of-range conversions
+// undefined): truncated toward zero inside [-2^63, 2^63), saturated to INT64_MIN / INT64_MAX
+// outside (±inf included), NaN -> 0. Every cast to i64 (to, copy_, kernel stores) gives
+// this, on every device; constexpr, so CUDA kernels call it too.
+template <class F>
+constexpr int64_t saturate_to_i64(F v) {
+  if (v != v) return 0;
+  if (v >= F(0x1p63)) return INT64_MAX;
+  if (v < F(-0x1p63)) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 template <class T> inline compute_t<T> load(T v) {
   if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return static_cast<float>(v);
   else return static_cast<compute_t<T>>(v);
@@ -59,6 +72,8 @@ template <class T, class C> inline T store(C v) {
     else return T(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != C(0);
+  } else if constexpr (std::is_same_v<T, int64_t> && std::is_floating_point_v<C>) {
+    return saturate_to_i64(v);
   } else {
     return static_cast<T>(v);
   }

@@ -8,6 +8,7 @@
 
 #include "framework/allocator.h"
 #include "framework/autograd.h"
+#include "framework/scalar.h"
 #include "ops/copy.h"
 
 namespace hg {
@@ -134,8 +135,10 @@ Tensor empty(const Shape& shape, TensorOptions o) {
   return t;
 }
 
-Tensor full(const Shape& shape, double value, TensorOptions o) {
-  check_shape(shape, "full");
+namespace {
+Tensor full_checked(const Shape& shape, double value, TensorOptions o, const char* op) {
+  check_shape(shape, op);
+  check_fits_dtype(value, o.dtype, op);
   bool rg = o.requires_grad;
   o.requires_grad = false;
   Tensor t = empty(shape, o);
@@ -143,14 +146,16 @@ Tensor full(const Shape& shape, double value, TensorOptions o) {
   if (rg) t.set_requires_grad(true);
   return t;
 }
+}  // namespace
 
+Tensor full(const Shape& shape, double value, TensorOptions o) { return full_checked(shape, value, o, "full"); }
 Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
 Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
-Tensor scalar_tensor(double value, TensorOptions o) { return full({}, value, o); }
+Tensor scalar_tensor(double value, TensorOptions o) { return full_checked({}, value, o, "scalar_tensor"); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), {t.dtype(), t.device()}); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), {t.dtype(), t.device()}); }
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), {t.dtype(), t.device()}); }
-Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, {t.dtype(), t.device()}); }
+Tensor full_like(const Tensor& t, double v) { return full_checked(t.shape(), v, {t.dtype(), t.device()}, "full_like"); }
 
 Tensor arange(double start, double end, double step, TensorOptions o) {
   HG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
@@ -169,17 +174,29 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
   return t;
 }
 
+namespace {
 template <class T>
-Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o) {
-  check_shape(shape, "from_data");
-  HG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), "from_data: ", values.size(),
+Tensor data_to_tensor(const std::vector<T>& values, const Shape& shape, DataOptions o, const char* op) {
+  check_shape(shape, op);
+  HG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), op, ": ", values.size(),
            " values cannot fill shape ", shape_str(shape), " (", numel_of(shape), " elements)");
+  const DType to = o.dtype.value_or(dtype_v<T>);
+  // Into an integer dtype every value must fit (a cast would saturate it silently); floating
+  // targets round as IEEE says, overflow included (65520 becomes inf in f16).
+  if (to == i64 && dtype_v<T> != i64)
+    for (const T& v : values) check_fits_dtype(static_cast<double>(load(v)), to, op);
   Tensor host = empty(shape, {dtype_v<T>, Device::cpu()});
   T* p = host.data<T>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
-  Tensor t = host.to(o.device, o.dtype.value_or(dtype_v<T>));
+  Tensor t = host.to(o.device, to);
   if (o.requires_grad) t.set_requires_grad(true);
   return t;
+}
+}  // namespace
+
+template <class T>
+Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o) {
+  return data_to_tensor(values, shape, o, "from_data");
 }
 template Tensor from_data(const std::vector<double>&, const Shape&, DataOptions);
 template Tensor from_data(const std::vector<float>&, const Shape&, DataOptions);
@@ -188,7 +205,7 @@ template Tensor from_data(const std::vector<bfloat16>&, const Shape&, DataOption
 template Tensor from_data(const std::vector<int64_t>&, const Shape&, DataOptions);
 
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions o) {
-  return from_data(values, shape, {o.dtype, o.device, o.requires_grad});
+  return data_to_tensor(values, shape, {o.dtype, o.device, o.requires_grad}, "from_vector");
 }
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions o) {

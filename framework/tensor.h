@@ -2,6 +2,7 @@
 // metadata (requires_grad, grad, grad_fn) the engine in autograd.h works on.
 // The math on tensors lives in ops/; this file holds what a tensor *is*.
 #pragma once
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -152,6 +153,9 @@ struct TensorOptions {
 Tensor empty(const Shape& shape, TensorOptions o = {});
 Tensor zeros(const Shape& shape, TensorOptions o = {});
 Tensor ones(const Shape& shape, TensorOptions o = {});
+// full, scalar_tensor and full_like refuse a value that does not fit the dtype (fits_dtype in
+// framework/scalar.h: i64 takes finite values in [-2^63, 2^63), f16 up to 65504 and ±inf/NaN,
+// ...) with hg::Error, as PyTorch's do; casts (to, copy_) never refuse (see copy_).
 Tensor full(const Shape& shape, double value, TensorOptions o = {});
 Tensor scalar_tensor(double value, TensorOptions o = {});
 Tensor arange(double start, double end, double step = 1.0, TensorOptions o = {});
@@ -159,7 +163,8 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor empty_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
-// From host values (converted to o.dtype with IEEE rounding); shape defaults to 1-D.
+// From host values (converted to o.dtype with IEEE rounding: 65520 becomes inf in f16);
+// into i64 each value must be finite and in [-2^63, 2^63), else hg::Error.
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions o = {});
 Tensor tensor(std::initializer_list<double> values, TensorOptions o = {});
 // from_data keeps the values' own dtype (int64_t gives i64, half f16) unless one is given.
@@ -169,6 +174,12 @@ struct DataOptions {
   bool requires_grad = false;
 };
 template <class T> Tensor from_data(const std::vector<T>& values, const Shape& shape, DataOptions o = {});
+// Integer host values, exact beyond 2^53 where the double overload rounds; i64 unless a dtype
+// is given. (A template, so that a braced list such as from_vector({1, 2}, ...) still means doubles.)
+template <std::same_as<int64_t> I>
+Tensor from_vector(const std::vector<I>& values, const Shape& shape, DataOptions o = {}) {
+  return from_data(values, shape, o);
+}
 
 // Prints shape, dtype, device and (up to a limit) values.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "framework/scalar.h"
 #include "ops/copy_kernels.h"
 
 namespace hg {
@@ -93,6 +94,8 @@ void copy_into_new(const Tensor& dst, const Tensor& src) {
 }  // namespace detail
 
 void fill_(const Tensor& t, double value) {
+  HG_CHECK(t.defined(), "fill_: undefined tensor");
+  check_fits_dtype(value, t.dtype(), "fill_");
   detail::fill_new(t, value);
   t.bump_version();
 }

@@ -6,8 +6,12 @@
 
 namespace hg {
 
+// The value must fit t's dtype (fits_dtype: i64 refuses inf, NaN and |v| >= 2^63, f16
+// refuses finite values beyond 65504, ...), else hg::Error.
 void fill_(const Tensor& t, double value);
-// dst = src converted to dst's dtype; src broadcasts to dst's shape.
+// dst = src converted to dst's dtype; src broadcasts to dst's shape. Unchecked, as in PyTorch:
+// into i64 a fraction truncates toward zero, values beyond the range saturate (±inf too) and
+// NaN gives 0; into f16/bf16/f32 overflow rounds to ±inf; into bool, v != 0 (NaN is true).
 void copy_(const Tensor& dst, const Tensor& src);
 
 namespace detail {

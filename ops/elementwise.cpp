@@ -87,6 +87,10 @@ Tensor mul(const Tensor& a0, const Tensor& b0) {
 
 Tensor div(const Tensor& a0, const Tensor& b0) {
   auto [a, b] = promote("div", a0, b0);
+  if (!is_floating(a.dtype())) {  // true division, as in PyTorch: integers give f32
+    a = a.to(f32);
+    b = b.to(f32);
+  }
   Tensor y = run_binary(BinaryOp::div, a, b);
   autograd::record("div", {a, b}, y,
                    [sa = a.shape(),
@@ -144,27 +148,68 @@ Tensor select_extreme(const char* name, BinaryOp op, const Tensor& a0, const Ten
 Tensor maximum(const Tensor& a, const Tensor& b) { return select_extreme("maximum", BinaryOp::maximum, a, b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return select_extreme("minimum", BinaryOp::minimum, a, b); }
 
-Tensor add(const Tensor& a, double s) {
-  Tensor y = run_unary(UnaryOp::add_scalar, a, s);
+namespace {
+
+// An integer or bool tensor meeting an integral scalar: the op runs in i64 against the scalar
+// as an exact i64 tensor (a double parameter would round values beyond 2^53). Integers carry
+// no gradient, so nothing is recorded.
+Tensor integral_scalar_op(BinaryOp op, const Tensor& a, const Scalar& s, bool scalar_first = false) {
+  HG_CHECK(a.defined(), op_label(op), ": undefined tensor");
+  const Tensor x = a.to(i64);
+  const Tensor k = from_data<int64_t>({s.to_i64()}, {}, {i64, a.device()});
+  return scalar_first ? run_binary(op, k, x) : run_binary(op, x, k);
+}
+
+// The floating tensor a (op) s runs in: a itself, or f32 for an integer or bool tensor
+// (PyTorch's rule for a floating scalar, and for true division).
+Tensor floating_operand(const char* op, const Tensor& a) {
+  HG_CHECK(a.defined(), op, ": undefined tensor");
+  return is_floating(a.dtype()) ? a : a.to(f32);
+}
+
+// add, sub, mul and rsub follow scalar_result_dtype (the one promotion rule): i64 here,
+// otherwise the floating dtype floating_operand gives.
+bool integral_case(const Tensor& a, const Scalar& s) { return a.defined() && scalar_result_dtype(a.dtype(), s) == i64; }
+
+}  // namespace
+
+Tensor add(const Tensor& a0, Scalar s) {
+  if (integral_case(a0, s)) return integral_scalar_op(BinaryOp::add, a0, s);
+  const Tensor a = floating_operand("add", a0);
+  Tensor y = run_unary(UnaryOp::add_scalar, a, s.to_double());
   autograd::record("add", {a}, y, [](const Tensor& g) { return TensorList{g}; });
   return y;
 }
 
-Tensor mul(const Tensor& a, double s) {
-  Tensor y = run_unary(UnaryOp::mul_scalar, a, s);
-  autograd::record("mul", {a}, y, [s](const Tensor& g) { return TensorList{mul(g, s)}; });
+Tensor sub(const Tensor& a0, Scalar s) {
+  if (integral_case(a0, s)) return integral_scalar_op(BinaryOp::sub, a0, s);
+  return add(a0, -s.to_double());
+}
+
+Tensor mul(const Tensor& a0, Scalar s) {
+  if (integral_case(a0, s)) return integral_scalar_op(BinaryOp::mul, a0, s);
+  const Tensor a = floating_operand("mul", a0);
+  const double d = s.to_double();
+  Tensor y = run_unary(UnaryOp::mul_scalar, a, d);
+  autograd::record("mul", {a}, y, [d](const Tensor& g) { return TensorList{mul(g, d)}; });
   return y;
 }
 
-Tensor div(const Tensor& a, double s) {
-  Tensor y = run_unary(UnaryOp::div_scalar, a, s);
-  autograd::record("div", {a}, y, [s](const Tensor& g) { return TensorList{div(g, s)}; });
+Tensor div(const Tensor& a0, Scalar s) {
+  const Tensor a = floating_operand("div", a0);
+  const double d = s.to_double();
+  Tensor y = run_unary(UnaryOp::div_scalar, a, d);
+  autograd::record("div", {a}, y, [d](const Tensor& g) { return TensorList{div(g, d)}; });
   return y;
 }
 
-Tensor pow(const Tensor& a0, double p) {
-  check_floating("pow", a0);
-  const Tensor a = autocast(PrecisionClass::fp32, {a0})[0];
+Tensor pow(const Tensor& a0, Scalar s) {
+  HG_CHECK(a0.defined(), "pow: undefined tensor");
+  HG_CHECK(is_floating(a0.dtype()) || !s.is_integral(), "pow: an ", dtype_name(a0.dtype()),
+           " tensor with the integer exponent ", s.to_i64(),
+           " is not supported; pass a floating exponent (2.0, giving f32) or cast the tensor to a floating dtype");
+  const double p = s.to_double();
+  const Tensor a = autocast(PrecisionClass::fp32, {floating_operand("pow", a0)})[0];
   Tensor y = run_unary(UnaryOp::pow_scalar, a, p);
   autograd::record("pow", {a}, y, [a_saved = SavedTensor::input(a, 0), p](const Tensor& g) {
     return TensorList{g * mul(pow(a_saved.unpack(), p - 1.0), p)};
@@ -172,15 +217,17 @@ Tensor pow(const Tensor& a0, double p) {
   return y;
 }
 
-Tensor rsub(const Tensor& a, double s) {
-  Tensor y = run_unary(UnaryOp::rsub_scalar, a, s);
+Tensor rsub(const Tensor& a0, Scalar s) {
+  if (integral_case(a0, s)) return integral_scalar_op(BinaryOp::sub, a0, s, /*scalar_first=*/true);
+  const Tensor a = floating_operand("rsub", a0);
+  Tensor y = run_unary(UnaryOp::rsub_scalar, a, s.to_double());
   autograd::record("rsub", {a}, y, [](const Tensor& g) { return TensorList{neg(g)}; });
   return y;
 }
 
-Tensor rdiv(const Tensor& a, double s) {
-  check_floating("rdiv", a);
-  Tensor y = run_unary(UnaryOp::rdiv_scalar, a, s);
+Tensor rdiv(const Tensor& a0, Scalar s) {
+  const Tensor a = floating_operand("rdiv", a0);
+  Tensor y = run_unary(UnaryOp::rdiv_scalar, a, s.to_double());
   autograd::record("rdiv", {a}, y,
                    [a_saved = SavedTensor::input(a, 0), y_saved = SavedTensor::output(y)](const Tensor& g) {
     return TensorList{neg(g * y_saved.unpack() / a_saved.unpack())};
@@ -271,8 +318,12 @@ Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", BinaryOp::lt,
 Tensor le(const Tensor& a, const Tensor& b) { return compare("le", BinaryOp::le, a, b); }
 Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", BinaryOp::gt, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", BinaryOp::ge, a, b); }
-// The scalar is compared in f32 (f64 for f64 tensors), not rounded to the tensor's dtype.
-static Tensor scalar_like(const Tensor& a, double s) { return scalar_tensor(s, {a.dtype() == f64 ? f64 : f32, a.device()}); }
+// The scalar is compared in f32 (f64 for f64 tensors), not rounded to the tensor's dtype;
+// beyond f32's range it rounds to ±inf first, as in PyTorch (scalar_tensor would refuse it).
+static Tensor scalar_like(const Tensor& a, double s) {
+  return a.dtype() == f64 ? scalar_tensor(s, {f64, a.device()})
+                          : scalar_tensor(static_cast<double>(static_cast<float>(s)), {f32, a.device()});
+}
 Tensor gt(const Tensor& a, double s) { return gt(a, scalar_like(a, s)); }
 Tensor lt(const Tensor& a, double s) { return lt(a, scalar_like(a, s)); }
 Tensor isfinite(const Tensor& x) { return run_unary(UnaryOp::isfinite, x.detach()); }
@@ -300,14 +351,14 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& x) { return neg(x); }
-Tensor operator+(const Tensor& a, double s) { return add(a, s); }
-Tensor operator+(double s, const Tensor& a) { return add(a, s); }
-Tensor operator-(const Tensor& a, double s) { return add(a, -s); }
-Tensor operator-(double s, const Tensor& a) { return rsub(a, s); }
-Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
-Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
-Tensor operator/(const Tensor& a, double s) { return div(a, s); }
-Tensor operator/(double s, const Tensor& a) { return rdiv(a, s); }
+Tensor operator+(const Tensor& a, Scalar s) { return add(a, s); }
+Tensor operator+(Scalar s, const Tensor& a) { return add(a, s); }
+Tensor operator-(const Tensor& a, Scalar s) { return sub(a, s); }
+Tensor operator-(Scalar s, const Tensor& a) { return rsub(a, s); }
+Tensor operator*(const Tensor& a, Scalar s) { return mul(a, s); }
+Tensor operator*(Scalar s, const Tensor& a) { return mul(a, s); }
+Tensor operator/(const Tensor& a, Scalar s) { return div(a, s); }
+Tensor operator/(Scalar s, const Tensor& a) { return rdiv(a, s); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }

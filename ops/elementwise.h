@@ -2,6 +2,7 @@
 // (add, sub, mul, div, where: the widest floating input wins) and the pointwise
 // math of the foundation (exp, log, pow, sqrt, ...). Activations are in activation.h.
 #pragma once
+#include "framework/scalar.h"
 #include "framework/tensor.h"
 
 namespace hg {
@@ -14,13 +15,18 @@ Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 
-// Scalars do not change the tensor's dtype (the scalar is applied in compute precision).
-Tensor add(const Tensor& a, double s);
-Tensor mul(const Tensor& a, double s);
-Tensor div(const Tensor& a, double s);
-Tensor pow(const Tensor& a, double p);
-Tensor rsub(const Tensor& a, double s);  // s - a
-Tensor rdiv(const Tensor& a, double s);  // s / a
+// Tensor (op) scalar follows PyTorch's type promotion (scalar_result_dtype): a floating
+// tensor keeps its dtype (the scalar is applied in compute precision); an integer or bool
+// tensor with a floating scalar (`t + 0.5`, `t + 1e30`) gives f32, with an integral one
+// (`t + 2`) i64, computed exactly. div and rdiv are true division: an integer or bool tensor
+// gives f32. pow on an integer tensor needs a floating exponent.
+Tensor add(const Tensor& a, Scalar s);
+Tensor sub(const Tensor& a, Scalar s);
+Tensor mul(const Tensor& a, Scalar s);
+Tensor div(const Tensor& a, Scalar s);
+Tensor pow(const Tensor& a, Scalar p);
+Tensor rsub(const Tensor& a, Scalar s);  // s - a
+Tensor rdiv(const Tensor& a, Scalar s);  // s / a
 
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
@@ -50,14 +56,14 @@ Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& x);
-Tensor operator+(const Tensor& a, double s);
-Tensor operator+(double s, const Tensor& a);
-Tensor operator-(const Tensor& a, double s);
-Tensor operator-(double s, const Tensor& a);
-Tensor operator*(const Tensor& a, double s);
-Tensor operator*(double s, const Tensor& a);
-Tensor operator/(const Tensor& a, double s);
-Tensor operator/(double s, const Tensor& a);
+Tensor operator+(const Tensor& a, Scalar s);
+Tensor operator+(Scalar s, const Tensor& a);
+Tensor operator-(const Tensor& a, Scalar s);
+Tensor operator-(Scalar s, const Tensor& a);
+Tensor operator*(const Tensor& a, Scalar s);
+Tensor operator*(Scalar s, const Tensor& a);
+Tensor operator/(const Tensor& a, Scalar s);
+Tensor operator/(Scalar s, const Tensor& a);
 Tensor operator>(const Tensor& a, const Tensor& b);
 Tensor operator<(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, const Tensor& b);

@@ -14,6 +14,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
            shape_str(mask.shape()));
   HG_CHECK(broadcast_shapes(mask.shape(), x.shape(), "masked_fill") == x.shape(), "masked_fill: the mask ",
            shape_str(mask.shape()), " must broadcast to the tensor's shape ", shape_str(x.shape()));
+  check_fits_dtype(value, x.dtype(), "masked_fill");  // -1e9 into f16 is refused, as in PyTorch
   return where(mask, full({}, value, {x.dtype(), x.device()}), x);
 }
 

@@ -6,7 +6,8 @@
 
 namespace hg {
 
-// x with `value` where mask (a bool tensor broadcastable to x) is true.
+// x with `value` where mask (a bool tensor broadcastable to x) is true; the value must fit
+// x's dtype (fits_dtype: -1e9 does not fit f16; use -65504 or -INFINITY), as in PyTorch.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // The lower (tril) or upper (triu) triangle of the last two axes: element (i, j) is
 // kept when j - i <= k (tril) or j - i >= k (triu), zero otherwise.

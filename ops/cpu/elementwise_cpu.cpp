@@ -81,7 +81,7 @@ V min_nan(V x, V y) {
 template <class T>
 void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double p0d, double p1d) {
   using C = compute_t<T>;
-  const C p0 = static_cast<C>(p0d), p1 = static_cast<C>(p1d);
+  const C p0 = store<C>(p0d), p1 = store<C>(p1d);  // store: an i64 bound (clamp) saturates
   auto lib = [&](auto fn) { map1<T, T>(x, out, [fn](auto v) { return lanes(v, fn); }); };
   switch (op) {
     case UnaryOp::neg: return map1<T, T>(x, out, [](auto v) { return -v; });
@@ -132,7 +132,7 @@ void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double p0d, dou
 template <class T>
 void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, double p0d, double p1d) {
   using C = compute_t<T>;
-  const C p0 = static_cast<C>(p0d), p1 = static_cast<C>(p1d);
+  const C p0 = store<C>(p0d), p1 = store<C>(p1d);  // store: an i64 bound (clamp) saturates
   switch (op) {
     case BinaryOp::add: return map2<T, T>(a, b, out, [](auto x, auto y) { return x + y; });
     case BinaryOp::sub: return map2<T, T>(a, b, out, [](auto x, auto y) { return x - y; });

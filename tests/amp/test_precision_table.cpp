@@ -87,3 +87,12 @@ TEST_CASE("each op obeys its row of the precision table under autocast", "[preci
   CHECK(ops.size() + 1 == amp::precision_table().size());
   CHECK_THROWS_WITH(amp::precision_class_of("fft"), Catch::Contains("not in the precision table"));
 }
+
+TEST_CASE("the cast table shows what casts give for values the target cannot hold", "[precision_table][scalar]") {
+  const std::string t = amp::cast_table_markdown();
+  // Computed by casting, so these rows are the casts' behaviour: saturation, NaN -> 0, IEEE overflow.
+  CHECK_THAT(t, Catch::Contains("| 1e+30 | 9223372036854775807 | true | inf |"));
+  CHECK_THAT(t, Catch::Contains("| -inf | -9223372036854775808 | true | -inf |"));
+  CHECK_THAT(t, Catch::Contains("| nan | 0 | true | nan |"));
+  CHECK_THAT(t, Catch::Contains("| -2.75 | -2 | true | -2.75 |"));
+}
