@@ -28,6 +28,7 @@
 #include "framework/serialize/safetensors.h"
 #include "framework/state_dict.h"
 #include "framework/tensor.h"
+#include "framework/warning.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/batch_norm.h"
