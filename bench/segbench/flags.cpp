@@ -55,7 +55,7 @@ void check_values_present(const CLI::App& app, const std::vector<std::string>& a
   for (size_t i = 1; i + 1 < args.size(); ++i) {
     if (args[i] == "--") return;
     const CLI::Option* o = option_named(args[i]);
-    if (!o || o->get_type_size() == 0 || args[i].find('=') != std::string::npos) continue;
+    if (!o || o->get_expected_min() == 0 || args[i].find('=') != std::string::npos) continue;
     HG_CHECK(!option_named(args[i + 1]), args[i], " needs a value (", o->get_type_name(), ") but is followed by the flag ",
              args[i + 1]);
   }

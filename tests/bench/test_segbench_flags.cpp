@@ -64,6 +64,7 @@ TEST_CASE("segbench names the flag that lacks its value and refuses empty folder
   refused({"--lr", "-1"}, "--lr: the learning rate must be finite and > 0");
   refused({"--seed", "--7"}, "--seed");
   CHECK(parse({"--steps=5", "--precision", "fp32"}).run);
+  CHECK(parse({"--no-progress", "--ablations", "--overwrite", "--precision", "fp32"}).run);  // flags take no value
   CHECK(parse({"--steps", "5", "--precision=fp32"}).config.steps == 5);
   // An empty --out used to become runs/<time> without a word.
   refused({"--out", ""}, "--out: the folder name is empty");
