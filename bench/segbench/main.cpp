@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  const std::string kept = keep_what_was_measured(report, error, out);
+  // Other ranks write into a scratch folder of their own, removed as they end.
+  const std::string kept = is_report_rank() ? keep_what_was_measured(report, error, out) : "";
   if (!kept.empty()) std::fprintf(stderr, "segbench: %s\n", kept.c_str());
   return end_rank(2);
 }
