@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -168,7 +169,22 @@ struct Layer {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // It takes no arguments; anything but --help is refused rather than silently ignored.
+  const auto is_help = [](const char* a) { return std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0; };
+  const char* usage =
+      "usage: cpu_kernels [--help]\n"
+      "  GEMM and the U-Net's 3x3 convolutions (forward, input and weight gradient) in f32, f16 and bf16\n"
+      "  on the CPU next to Eigen f32 GEMM and the FMA peak: a table, then one JSON line; threads:\n"
+      "  OMP_NUM_THREADS\n";
+  if (argc == 2 && is_help(argv[1])) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "cpu_kernels: unknown argument '%s' (it takes none)\n%s", argv[is_help(argv[1]) ? 2 : 1], usage);
+    return 2;
+  }
   NoGrad no_grad;
   std::vector<Row> rows;
   const int threads = num_threads();

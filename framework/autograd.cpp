@@ -29,8 +29,9 @@ class FunctionNode : public Node {
       : name_(name), fn_(std::move(fn)), saves_tensors_(saves_tensors) {}
   TensorList apply(const TensorList& grads) override {
     HG_CHECK(!released, "backward of ", name_,
-             ": the graph was already released by an earlier backward(); pass retain_graph=true to "
-             "the first backward() to run backward through it again");
+             ": the graph was already released by an earlier backward(); to run backward through it "
+             "again, keep it in the first call: y.backward({.retain_graph = true}) (with a gradient: "
+             "y.backward(grad, {.retain_graph = true}))");
     return fn_(grads);
   }
   std::string name() const override { return name_; }
@@ -423,12 +424,14 @@ void Tensor::retain_grad() const {
   });
 }
 
-void Tensor::backward() const {
+void Tensor::backward(BackwardOptions options) const {
   live("backward");
   HG_CHECK(numel() == 1, "backward(): implicit gradient needs a one-element tensor, got shape ", shape_str(shape()),
            "; pass a gradient: backward(grad)");
-  backward(ones(shape(), {dtype(), device()}));
+  backward(ones(shape(), {dtype(), device()}), options.retain_graph);
 }
+
+void Tensor::backward(const Tensor& grad, BackwardOptions options) const { backward(grad, options.retain_graph); }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
   live("backward");

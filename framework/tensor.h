@@ -22,6 +22,12 @@ namespace hg {
 class Node;
 class TensorImpl;
 
+// What backward() takes besides the gradient: y.backward({.retain_graph = true}) keeps the
+// graph's saved tensors, so that a second backward() can run through it again.
+struct BackwardOptions {
+  bool retain_graph = false;
+};
+
 class Tensor {
  public:
   Tensor() = default;
@@ -95,7 +101,8 @@ class Tensor {
   using Hook = std::function<Tensor(const Tensor&)>;
   int64_t register_hook(Hook hook) const;
   void remove_hook(int64_t handle) const;
-  void backward() const;  // of a one-element tensor
+  void backward(BackwardOptions options = {}) const;  // of a one-element tensor
+  void backward(const Tensor& grad, BackwardOptions options) const;
   void backward(const Tensor& grad, bool retain_graph = false) const;
 
   // A name for messages and the graph printer (parameters get their module path).

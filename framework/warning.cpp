@@ -1,45 +1,44 @@
-// The process-wide warning handler and its default, stderr.
+// User warnings: into this thread's capture, else to the installed handler, else once per
+// distinct message on stderr.
 #include "framework/warning.h"
 
 #include <cstdio>
 #include <mutex>
+#include <set>
+#include <utility>
 
 namespace hg {
+
 namespace {
+thread_local WarningCapture* t_capture = nullptr;
 std::mutex g_mu;
+std::set<std::string> g_said;
 WarningHandler g_handler;
 }  // namespace
 
+WarningCapture::WarningCapture() : outer_(std::exchange(t_capture, this)) {}
+WarningCapture::~WarningCapture() { t_capture = outer_; }
+
 void warn(const std::string& message) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_handler) g_handler(message);
-  else std::fprintf(stderr, "halfgrad warning: %s\n", message.c_str());
+  if (t_capture) {
+    t_capture->messages_.push_back(message);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_handler) {
+      g_handler(message);
+      return;
+    }
+    if (!g_said.insert(message).second) return;
+  }
+  std::fprintf(stderr, "halfgrad: warning: %s\n", message.c_str());
+  std::fflush(stderr);
 }
 
 WarningHandler set_warning_handler(WarningHandler handler) {
   std::lock_guard<std::mutex> lock(g_mu);
-  WarningHandler previous = std::move(g_handler);
-  g_handler = std::move(handler);
-  return previous;
-}
-
-struct CaptureWarnings::Shared {
-  mutable std::mutex mu;
-  std::vector<std::string> messages;
-};
-
-CaptureWarnings::CaptureWarnings() : shared_(std::make_shared<Shared>()) {
-  previous_ = set_warning_handler([s = shared_](const std::string& m) {
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->messages.push_back(m);
-  });
-}
-
-CaptureWarnings::~CaptureWarnings() { set_warning_handler(std::move(previous_)); }
-
-std::vector<std::string> CaptureWarnings::messages() const {
-  std::lock_guard<std::mutex> lock(shared_->mu);
-  return shared_->messages;
+  return std::exchange(g_handler, std::move(handler));
 }
 
 }  // namespace hg

@@ -36,6 +36,14 @@ int ranks_on_this_machine(int size) {
 
 int num_ranks() { return dist::default_group()->size(); }
 
+bool is_report_rank() {
+  try {
+    return dist::default_group()->rank() == 0;
+  } catch (const Error&) {
+    return true;  // no group could be made: this process is alone
+  }
+}
+
 int prepare_distributed(Config& cfg) {
   auto g = dist::default_group();
   if (g->size() == 1) return 1;

@@ -17,6 +17,8 @@ namespace hg::segbench {
 // number of ranks.
 int prepare_distributed(Config& cfg);
 int num_ranks();
+// True on rank 0 (or without a job): the rank whose --out is the user's folder.
+bool is_report_rank();
 
 // The first image (of the endless training stream) of this rank's share of step `step`.
 uint64_t first_image_of(int64_t step, int64_t per_rank_batch);

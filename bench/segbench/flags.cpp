@@ -42,6 +42,25 @@ uint64_t parse_uint(const std::string& flag, const std::string& text, uint64_t l
   return v;
 }
 
+// CLI11 reads "--steps --precision fp32" as --steps without its value and then trips over
+// "fp32" ("The following argument was not expected: fp32"); this names the flag instead.
+void check_values_present(const CLI::App& app, const std::vector<std::string>& args) {
+  const auto option_named = [&](const std::string& arg) -> const CLI::Option* {
+    if (arg.size() < 3 || arg.rfind("--", 0) != 0) return nullptr;
+    const std::string name = arg.substr(2, arg.find('=') - 2);
+    for (const CLI::Option* o : app.get_options())
+      if (o->check_lname(name)) return o;
+    return nullptr;
+  };
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i] == "--") return;
+    const CLI::Option* o = option_named(args[i]);
+    if (!o || o->get_expected_min() == 0 || args[i].find('=') != std::string::npos) continue;
+    HG_CHECK(!option_named(args[i + 1]), args[i], " needs a value (", o->get_type_name(), ") but is followed by the flag ",
+             args[i + 1]);
+  }
+}
+
 // A flag whose integer value is kept as text until parse_uint sees it.
 struct IntFlag {
   explicit IntFlag(const char* n) : name(n) {}
@@ -104,9 +123,11 @@ Flags parse(const std::vector<std::string>& args) {
   CLI::Option* lr_option =
       app.add_option("--lr", cfg.lr, "Adam learning rate, cosine decay to 0 (default: 1e-2 in the cpu profile, 1e-3 otherwise)");
   int_option(threads, "CPU threads (0: all cores)");
-  app.add_option("--out", cfg.out, "report folder (default runs/<timestamp>); must not hold files unless --overwrite");
+  CLI::Option* out_option =
+      app.add_option("--out", cfg.out, "report folder (default runs/<timestamp>); must not hold files unless --overwrite");
   app.add_flag("--overwrite", f.overwrite, "write into an --out folder that already holds files");
-  app.add_option("--dump", cfg.dump, "write <precision>.safetensors with the first step's tensors here");
+  CLI::Option* dump_option =
+      app.add_option("--dump", cfg.dump, "write <precision>.safetensors with the first step's tensors here");
   int_option(growth, "GradScaler growth interval");
   int_option(val_images, "validation images");
   int_option(eval_every, "validation Dice every N steps (0: only at the end)");
@@ -121,6 +142,7 @@ Flags parse(const std::vector<std::string>& args) {
 
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
+  check_values_present(app, args);
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::CallForHelp&) {
@@ -132,11 +154,19 @@ Flags parse(const std::vector<std::string>& args) {
     return f;
   }
 
+  // An empty --out would quietly become runs/<time>, an empty --dump no dump at all.
+  HG_CHECK(out_option->count() == 0 || !cfg.out.empty(),
+           "--out: the folder name is empty; give a folder, or leave --out out for runs/<timestamp>");
+  HG_CHECK(dump_option->count() == 0 || !cfg.dump.empty(), "--dump: the folder name is empty; give a folder");
   cfg.precisions.clear();
   std::stringstream ss(precisions);
   for (std::string p; std::getline(ss, p, ',');) {
     if (p.empty()) continue;
-    mode(p);  // validates the name
+    try {
+      mode(p);  // validates the name
+    } catch (const Error& e) {
+      throw Error(detail::concat("--precision: ", e.what()));
+    }
     cfg.precisions.push_back(p);
   }
   if (ablations)

@@ -5,11 +5,9 @@
 #include <Eigen/Core>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <new>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "framework/serialize/atomic_write.h"
@@ -17,6 +15,7 @@
 #include "bench/segbench/diagnosis.h"
 #include "bench/segbench/distributed.h"
 #include "bench/segbench/flags.h"
+#include "bench/segbench/output_folder.h"
 #include "bench/segbench/preflight.h"
 #include "bench/segbench/report.h"
 #include "bench/segbench/tensorboard_log.h"
@@ -61,8 +60,9 @@ ProgressFn make_progress(const std::string& name, bool enabled) {
   };
 }
 
-// Everything after the command line; any fault is an exception main turns into exit 2.
-int run(Config& cfg, bool overwrite) {
+// Everything after the command line; any fault is an exception main turns into exit 2,
+// keeping in `report` and `out` what a failure should not lose.
+int run(Config& cfg, bool overwrite, Report& report, OutputFolder& out) {
   const Device device = Device::parse(cfg.device);
   if (cfg.threads > 0) {
     set_num_threads(cfg.threads);
@@ -71,17 +71,9 @@ int run(Config& cfg, bool overwrite) {
   // Before anything trains: a refusal here costs seconds, not a finished mode's work.
   if (device.is_cpu()) check_memory(cfg, available_memory_bytes());
   if (cfg.out.empty()) cfg.out = default_out_dir();
-  std::error_code ec;
-  const bool out_is_new = !std::filesystem::exists(cfg.out, ec);
-  prepare_output_dir(cfg.out, "--out", overwrite);
-  try {
-    if (!cfg.dump.empty()) prepare_output_dir(cfg.dump, "--dump", true);
-  } catch (const Error&) {
-    if (out_is_new) std::filesystem::remove(cfg.out, ec);  // a refused run leaves no empty folder
-    throw;
-  }
+  out.prepare(cfg.out, overwrite);  // from here on a failure goes through keep_what_was_measured
+  if (!cfg.dump.empty()) prepare_output_dir(cfg.dump, "--dump", true);
 
-  Report report;
   report.config = cfg;
   report.machine.cpu_model = cpu_model();
   report.machine.threads = num_threads();
@@ -120,7 +112,11 @@ int run(Config& cfg, bool overwrite) {
   }
   for (const std::string& p : cfg.precisions) {
     report.runs.push_back(train_run(cfg, p, device, val, make_progress(p, cfg.progress)));
-    const RunResult& r = report.runs.back();
+    RunResult& r = report.runs.back();
+    if (cfg.monitor_every > 0) {
+      write_file_atomically(cfg.out + "/numerics-" + p + ".jsonl", {{r.numerics_jsonl.data(), r.numerics_jsonl.size()}});
+      r.numerics_jsonl.clear();  // written; the report does not need it
+    }
     write_tensorboard(r, cfg.out + "/tb/" + p);
     std::printf("%-10s val Dice %.3f  (%.1f s, %.1f img/s%s)\n", p.c_str(), r.val_dice_mean_fg, r.total_seconds,
                 r.images_per_s, r.stopped_early ? ", stopped early" : "");
@@ -144,19 +140,35 @@ int main(int argc, char** argv) {
     return flags.exit_code;
   }
   Config cfg = flags.config;
+  Report report;     // the modes measured so far
+  OutputFolder out;  // prepared once the checks before training passed
   // Exit 2 with a message for every failure: the library throws hg::Error, and what else
   // escapes (std::filesystem_error, std::bad_alloc) must not become an abort either.
+  std::string error;
   try {
     prepare_distributed(cfg);  // under mpirun: join the job, split cores, rank 0 reports
-    return run(cfg, flags.overwrite);
+    return run(cfg, flags.overwrite, report, out);
   } catch (const Error& e) {
-    std::fprintf(stderr, "segbench: %s\n", e.what());
+    error = e.what();
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "segbench: out of memory; lower --batch, --size or --width\n");
+    error = "out of memory; lower --batch, --size or --width";
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "segbench: %s\n", e.what());
+    error = e.what();
   } catch (...) {
-    std::fprintf(stderr, "segbench: stopped by an unknown exception\n");
+    error = "stopped by an unknown exception";
   }
+  std::fprintf(stderr, "segbench: %s\n", error.c_str());
+  if (!report.runs.empty()) {
+    try {
+      diagnose(report);  // the summary's steps to target
+      std::printf("\nmeasured before the failure:\n\n%s\n", summary_table(report).c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "segbench: the summary of the measured modes failed too: %s\n", e.what());
+    }
+    std::fflush(stdout);
+  }
+  // Other ranks write into a scratch folder of their own, removed as they end.
+  const std::string kept = is_report_rank() ? keep_what_was_measured(report, error, out) : "";
+  if (!kept.empty()) std::fprintf(stderr, "segbench: %s\n", kept.c_str());
   return end_rank(2);
 }

@@ -59,7 +59,7 @@ Mode mode(const std::string& name) {
     m.optimizer = OptimizerKind::sgd;
     return m;
   }
-  throw Error("segbench: unknown mode '" + name + "'; valid: " + valid_modes_text());
+  throw Error("unknown mode '" + name + "'; valid: " + valid_modes_text());
 }
 
 std::string Mode::params_dtype() const {

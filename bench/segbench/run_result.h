@@ -152,6 +152,9 @@ struct RunResult {
   std::vector<FallbackEvent> fallback_events;
   std::string diagnosis;         // one paragraph: what went wrong in this mode and why ("" if nothing)
   std::string numerics_worst;    // the numerics monitor's worst offenders for f16, one per line
+  // All its records, one JSON line each: main writes them to numerics-<mode>.jsonl once the
+  // run is safe in the report (a full disk must not lose a finished run).
+  std::string numerics_jsonl;
   // Adam: the largest fraction, over the steps in `updates`, of second-moment elements
   // stored as 0 although their gradient was not (flushed in f16 state; -1: not Adam).
   double adam_v_flushed_fraction = -1;

@@ -290,7 +290,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   r.optimizer = timing_of(t_opt);
   if (monitor) {
     r.numerics_worst = monitor->worst_table(8);
-    if (!cfg.out.empty()) monitor->write_jsonl(cfg.out + "/numerics-" + precision + ".jsonl");
+    r.numerics_jsonl = monitor->jsonl();
   }
   for (const UpdateSample& u : r.updates) r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, u.v_flushed_fraction);
   r.peak_bytes = memory_stats(device).peak;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <numbers>
 
+#include "framework/warning.h"
+
 namespace hg::optim {
 
 namespace {
@@ -15,7 +17,8 @@ std::string group_key(const char* prefix, size_t g) { return prefix + std::to_st
 
 }  // namespace
 
-LRScheduler::LRScheduler(Optimizer& optimizer, const char* name) : optimizer_(optimizer), name_(name) {
+LRScheduler::LRScheduler(Optimizer& optimizer, const char* name)
+    : optimizer_(optimizer), name_(name), optimizer_steps_at_start_(optimizer.steps_called()) {
   for (const ParamGroup& group : optimizer.param_groups()) base_lrs_.push_back(group.lr.value_or(0.0));
   last_lr_ = base_lrs_;
 }
@@ -43,6 +46,10 @@ void LRScheduler::step() {
            " (make a new scheduler after add_param_group)");
   std::vector<double> lrs;
   for (size_t g = 0; g < base_lrs_.size(); ++g) lrs.push_back(lr_at(last_epoch_ + 1, g));
+  if (last_epoch_ == 0 && optimizer_.steps_called() == optimizer_steps_at_start_)
+    warn(detail::concat(name_, ".step() was called before the optimizer's first step() (since the scheduler was made): "
+                        "the lr of epoch 0 was never used by an update, so the schedule's first value is skipped. "
+                        "Call optimizer.step() first, then scheduler.step()"));
   set_lrs(last_epoch_ + 1, lrs);
 }
 

@@ -13,6 +13,10 @@ namespace hg::optim {
 // Constructing a scheduler sets the lrs for epoch 0 (as PyTorch's initial step does);
 // each step() moves to the next epoch (or iteration: whatever the caller counts).
 // The scheduler keeps a reference to the optimizer, which must outlive it.
+// Its first step() warns (hg::warn) when the optimizer has not stepped since the scheduler
+// was made: the lr of epoch 0 then never reaches an update (PyTorch's warning). A step
+// that GradScaler skipped for inf/NaN gradients counts as a step here (PyTorch warns
+// then): the lr was offered, and an AMP run's first step often overflows by design.
 class LRScheduler {
  public:
   virtual ~LRScheduler() = default;
@@ -51,6 +55,7 @@ class LRScheduler {
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;
   int64_t last_epoch_ = 0;
+  int64_t optimizer_steps_at_start_ = 0;
 };
 
 // lr = base * gamma^floor(epoch / step_size).

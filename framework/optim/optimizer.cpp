@@ -134,7 +134,10 @@ const ParamState* Optimizer::state(size_t group, size_t index) const {
   return st.step == 0 ? nullptr : &st;
 }
 
-void Optimizer::step() { step_impl(Tensor()); }
+void Optimizer::step() {
+  step_impl(Tensor());
+  ++steps_called_;
+}
 
 void Optimizer::step_impl(const Tensor& found_inf) {
   NoGrad no_grad;
@@ -210,6 +213,7 @@ void Optimizer::step_if(const Tensor& found_inf) {
            ".step_if: found_inf must be a one-element tensor (the GradScaler's 0-d f32 flag), got ",
            found_inf.defined() ? "shape " + shape_str(found_inf.shape()) : std::string("an undefined tensor"));
   step_impl(found_inf);
+  ++steps_called_;
 }
 
 void Optimizer::zero_grad() {

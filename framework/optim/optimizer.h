@@ -81,6 +81,9 @@ class Optimizer {
   void load_state_dict(const StateDict& sd);
 
   const std::string& name() const { return name_; }  // "Adam", for messages
+  // How many step()/step_if() calls completed, skipped ones included (schedulers use it
+  // to notice being stepped before the optimizer).
+  int64_t steps_called() const { return steps_called_; }
 
   // Where the moments/momentum of f16 and bf16 parameters live. Default: f32, which
   // keeps small second moments alive. With `true` they live in the parameter's dtype,
@@ -124,6 +127,7 @@ class Optimizer {
   mutable std::vector<std::vector<ParamState>> state_;
   double default_lr_;
   double default_weight_decay_;
+  int64_t steps_called_ = 0;
 };
 
 }  // namespace hg::optim

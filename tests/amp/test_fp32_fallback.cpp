@@ -54,7 +54,7 @@ Outcome train(test::OverflowNet& model, amp::Fp32Fallback* fallback, int steps, 
 TEST_CASE("Fp32Fallback: without it the run stalls, with it the run recovers and converges", "[amp][fallback]") {
   manual_seed(8);
   test::OverflowNet stalled_model(1e4);
-  CaptureWarnings warnings;
+  WarningCapture warnings;
   Outcome stalled = train(stalled_model, nullptr, 60);
   CHECK(stalled.skipped == 60);              // every forward overflows: no update is ever applied
   CHECK(stalled.scales.back() == 0x1p-24);   // while the scaler backs off down to its floor

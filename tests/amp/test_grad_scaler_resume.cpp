@@ -148,7 +148,7 @@ TEST_CASE("a run of skipped steps is reported once, naming the parameters", "[gr
     INFO(test::device_label(d));
     Rig r(d);
     amp::GradScaler s(o, d);
-    CaptureWarnings w;
+    WarningCapture w;
     for (int i = 0; i < 4; ++i) r.step(s, true);
     CHECK(w.messages().empty());
     for (int i = 0; i < 6; ++i) r.step(s, true);  // a GPU may report an update or two late
@@ -171,7 +171,7 @@ TEST_CASE("skip_streak_limit 0 turns the watch off; SkipStreakAction::error thro
     amp::GradScalerOptions off;
     off.skip_streak_limit = 0;
     amp::GradScaler s(off);
-    CaptureWarnings w;
+    WarningCapture w;
     for (int i = 0; i < 80; ++i) r.step(s, true);
     CHECK(w.messages().empty());
   }

@@ -55,6 +55,31 @@ TEST_CASE("segbench refuses integers out of range instead of clamping them", "[s
   refused({"--steps"}, "--steps");
 }
 
+TEST_CASE("segbench names the flag that lacks its value and refuses empty folder names", "[segbench][flags]") {
+  // CLI11 alone said "The following argument was not expected: fp32".
+  refused({"--steps", "--precision", "fp32"}, "--steps needs a value (INT) but is followed by the flag --precision");
+  refused({"--out", "--overwrite"}, "--out needs a value");
+  refused({"--precision", "--ablations"}, "--precision needs a value");
+  // Values that start with '-' but are no flag of ours still reach their own checks.
+  refused({"--lr", "-1"}, "--lr: the learning rate must be finite and > 0");
+  refused({"--seed", "--7"}, "--seed");
+  CHECK(parse({"--steps=5", "--precision", "fp32"}).run);
+  CHECK(parse({"--no-progress", "--ablations", "--overwrite", "--precision", "fp32"}).run);  // flags take no value
+  CHECK(parse({"--steps", "5", "--precision=fp32"}).config.steps == 5);
+  // An empty --out used to become runs/<time> without a word.
+  refused({"--out", ""}, "--out: the folder name is empty");
+  refused({"--out="}, "--out");  // CLI11: "--out: 1 required TEXT missing"
+  refused({"--dump", ""}, "--dump: the folder name is empty");
+  CHECK(parse({}).config.out.empty());  // not given: main picks runs/<time>
+}
+
+TEST_CASE("segbench's unknown-mode message names the flag and does not repeat the program", "[segbench][flags]") {
+  const Flags f = parse({"--precision", "fp32,fp8"});
+  CHECK(f.exit_code == 2);
+  CHECK_THAT(f.message, Catch::StartsWith("--precision: unknown mode 'fp8'; valid: fp32"));
+  CHECK(f.message.find("segbench") == std::string::npos);  // main adds "segbench: " once
+}
+
 TEST_CASE("segbench flags: the largest values are kept exactly, profiles fill only what is missing", "[segbench][flags]") {
   Flags f = parse({"--seed", "18446744073709551615", "--profile", "quick", "--steps", "7", "--threads", "1024"});
   REQUIRE(f.run);

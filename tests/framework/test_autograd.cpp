@@ -24,6 +24,32 @@ TEST_CASE("a second backward through a released graph is an error", "[autograd][
   CHECK_NOTHROW(z.backward());
 }
 
+TEST_CASE("the released-graph message names calls that exist, and they keep the graph", "[autograd][errors]") {
+  Tensor x = tensor({1.0, 2.0}, {f64, Device::cpu(), true});
+  Tensor y = sum(exp(x));
+  y.backward();
+  std::string message;
+  try {
+    y.backward();
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  // The advice is the very call below (a scalar's backward, no gradient to pass), and the
+  // form with a gradient.
+  CHECK_THAT(message, Catch::Contains("y.backward({.retain_graph = true})") &&
+                          Catch::Contains("y.backward(grad, {.retain_graph = true})"));
+  const std::vector<double> once = x.grad().to_vector<double>();  // e^x
+  x.set_grad(Tensor());
+  Tensor z = sum(exp(x));
+  z.backward({.retain_graph = true});
+  z.backward({.retain_graph = true});
+  z.backward(ones_like(z), {.retain_graph = true});
+  z.backward();  // releases it
+  CHECK_THROWS_WITH(z.backward(), Catch::Contains("already released"));
+  const std::vector<double> got = x.grad().to_vector<double>();
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(4 * once[i]).epsilon(1e-14));
+}
+
 TEST_CASE("backward of a tensor that does not require grad is an error", "[autograd][errors]") {
   Tensor x = tensor({1.0, 2.0});
   CHECK_THROWS_WITH(sum(x).backward(), Catch::Contains("does not require grad"));

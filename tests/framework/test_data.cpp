@@ -126,3 +126,36 @@ TEST_CASE("DataLoader shards: each rank's batch is its slice of the one-process 
   CHECK_THROWS_WITH(data::DataLoader(ds, {.batch_size = 3, .num_shards = 2, .shard = 2}),
                     Catch::Contains("valid: 0 <= shard < num_shards"));
 }
+
+// A second check of the per-epoch shuffle (issue 29): over several epochs of a larger set,
+// each epoch is a permutation, no two epochs share an order, batch_indices agrees with what
+// next() returned, and a loader of the same seed replays every epoch.
+TEST_CASE("DataLoader draws a different permutation every epoch, replayed by the same seed", "[data]") {
+  constexpr int64_t n = 40, epochs = 5;
+  data::DataLoader a(numbered(n), {.batch_size = 6, .seed = 21});
+  std::vector<std::vector<int64_t>> orders;
+  for (int64_t e = 0; e < epochs; ++e) {
+    std::vector<int64_t> order;
+    for (const auto& batch : epoch(a)) order.insert(order.end(), batch.begin(), batch.end());
+    INFO("epoch " << e);
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(n);
+    for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
+    CHECK(sorted == all);
+    std::vector<int64_t> listed;
+    for (int64_t b = 0; b < a.batches_per_epoch(); ++b) {
+      const std::vector<int64_t> idx = a.batch_indices(e, b).to_vector<int64_t>();
+      listed.insert(listed.end(), idx.begin(), idx.end());
+    }
+    CHECK(listed == order);
+    for (const auto& earlier : orders) CHECK(order != earlier);  // 40! orders: a repeat is a bug
+    orders.push_back(order);
+  }
+  data::DataLoader again(numbered(n), {.batch_size = 6, .seed = 21});
+  for (int64_t e = 0; e < epochs; ++e) {
+    std::vector<int64_t> order;
+    for (const auto& batch : epoch(again)) order.insert(order.end(), batch.begin(), batch.end());
+    CHECK(order == orders[static_cast<size_t>(e)]);
+  }
+}

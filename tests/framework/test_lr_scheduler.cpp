@@ -2,6 +2,8 @@
 // the test, ReduceLROnPlateau's patience/cooldown/threshold, state dicts and errors.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include <cmath>
 #include <functional>
 #include <numbers>
@@ -25,6 +27,7 @@ struct TwoGroups {
 // expect(epoch, base_lr), in the scheduler's report and in the optimizer's groups.
 void check_sequence(LRScheduler& s, Optimizer& opt, int64_t last, const std::function<double(int64_t, double)>& expect,
                     const std::vector<double>& bases) {
+  const WarningCapture stepped_without_optimizer;  // these tests step no optimizer
   for (int64_t e = 0; e <= last; ++e) {
     if (e > 0) s.step();
     CHECK(s.last_epoch() == e);
@@ -78,6 +81,7 @@ TEST_CASE("CosineAnnealingLR with linear warmup rises, then anneals to eta_min a
 }
 
 TEST_CASE("OneCycleLR follows PyTorch's two cosine phases", "[lr_scheduler]") {
+  const WarningCapture no_optimizer_steps;  // stepping the schedule alone is the point here
   TwoGroups t;
   OneCycleLR s(t.opt, {0.1, 0.5}, 10, 0.3, 25.0, 1e4);
   CHECK(s.base_lrs() == std::vector<double>{0.1 / 25, 0.5 / 25});
@@ -103,6 +107,7 @@ TEST_CASE("OneCycleLR follows PyTorch's two cosine phases", "[lr_scheduler]") {
 }
 
 TEST_CASE("OneCycleLR with a single max_lr applies it to every group", "[lr_scheduler]") {
+  const WarningCapture no_optimizer_steps;  // stepping the schedule alone is the point here
   TwoGroups t;
   OneCycleLR s(t.opt, 0.2, 100);
   CHECK(s.get_last_lr()[0] == Approx(0.2 / 25));
@@ -148,6 +153,7 @@ TEST_CASE("ReduceLROnPlateau in max mode, with an absolute threshold and a floor
 }
 
 TEST_CASE("a scheduler's state_dict round trip continues the same sequence", "[lr_scheduler]") {
+  const WarningCapture no_optimizer_steps;  // stepping the schedule alone is the point here
   {
     TwoGroups t;
     CosineAnnealingLR s(t.opt, 20, 1e-4, 5);
@@ -187,6 +193,7 @@ TEST_CASE("a scheduler's state_dict round trip continues the same sequence", "[l
 }
 
 TEST_CASE("scheduler load_state_dict reports problems and loads nothing", "[lr_scheduler][errors]") {
+  const WarningCapture no_optimizer_steps;  // stepping the schedule alone is the point here
   TwoGroups t;
   StepLR s(t.opt, 2);
   s.step();
@@ -202,6 +209,7 @@ TEST_CASE("scheduler load_state_dict reports problems and loads nothing", "[lr_s
 }
 
 TEST_CASE("scheduler errors name the value and the valid range", "[lr_scheduler][errors]") {
+  const WarningCapture no_optimizer_steps;  // stepping the schedule alone is the point here
   TwoGroups t;
   CHECK_THROWS_WITH(StepLR(t.opt, 0), Catch::Contains("StepLR: step_size must be > 0, got 0"));
   CHECK_THROWS_WITH(StepLR(t.opt, 2, -0.5), Catch::Contains("gamma must be > 0, got -0.5"));
@@ -217,4 +225,80 @@ TEST_CASE("scheduler errors name the value and the valid range", "[lr_scheduler]
   StepLR s(t.opt, 2);
   t.opt.add_param_group({.params = {ones({1}).set_requires_grad()}});
   CHECK_THROWS_WITH(s.step(), Catch::Contains("the optimizer has 3 parameter groups but the scheduler was made for 2"));
+}
+
+TEST_CASE("a scheduler stepped before its optimizer warns once, as PyTorch does", "[lr_scheduler][warning]") {
+  const auto warned = [](const WarningCapture& w) {
+    return w.messages().size() == 1 && w.messages()[0].find("StepLR.step() was called before the optimizer's first "
+                                                           "step()") != std::string::npos &&
+           w.messages()[0].find("first value is skipped") != std::string::npos;
+  };
+  {
+    TwoGroups t;
+    StepLR s(t.opt, 1, 0.5);
+    const WarningCapture w;
+    s.step();
+    CHECK(warned(w));
+    s.step();
+    t.opt.step();
+    s.step();
+    CHECK(w.messages().size() == 1);  // only the first step can skip the first value
+  }
+  {
+    TwoGroups t;
+    StepLR s(t.opt, 1, 0.5);
+    const WarningCapture w;
+    t.opt.step();
+    s.step();
+    CHECK(w.messages().empty());  // the right order
+  }
+  {
+    // An optimizer stepped before the scheduler existed does not count (PyTorch's rule too).
+    TwoGroups t;
+    t.opt.step();
+    StepLR s(t.opt, 1, 0.5);
+    const WarningCapture w;
+    s.step();
+    CHECK(warned(w));
+  }
+  {
+    // A step GradScaler skipped for an inf gradient still counts: the lr was offered to it.
+    Tensor p = ones({1}).set_requires_grad();
+    SGD opt({p}, {.lr = 0.1});
+    StepLR s(opt, 1, 0.5);
+    amp::GradScaler scaler;
+    scaler.scale(sum(p * 1e300)).backward();
+    const WarningCapture w;
+    CHECK(scaler.step(opt).skipped());
+    scaler.update();
+    s.step();
+    CHECK(w.messages().empty());
+    CHECK(p.item<double>() == 1.0);  // the step was skipped
+  }
+}
+
+TEST_CASE("hg::warn goes to the innermost WarningCapture, every time", "[warning]") {
+  const WarningCapture outer;
+  {
+    const WarningCapture inner;
+    warn("test warning");
+    warn("test warning");
+    CHECK(inner.messages() == std::vector<std::string>{"test warning", "test warning"});
+  }
+  CHECK(outer.messages().empty());  // the innermost capture took them
+  warn("after");
+  CHECK(outer.messages() == std::vector<std::string>{"after"});
+}
+
+TEST_CASE("hg::warn goes to an installed handler, from any thread, when nothing captures", "[warning]") {
+  std::vector<std::string> got;
+  WarningHandler previous = set_warning_handler([&](const std::string& m) { got.push_back(m); });
+  warn("from main");
+  std::thread([] { warn("from another thread"); }).join();
+  {
+    const WarningCapture mine;  // a capture on this thread still comes first
+    warn("captured");
+  }
+  set_warning_handler(std::move(previous));
+  CHECK(got == std::vector<std::string>{"from main", "from another thread"});
 }

@@ -78,3 +78,57 @@ TEST_CASE("mixed dtypes promote to the wider floating type", "[elementwise][dtyp
   CHECK((ones({2}, {i64}) + ones({2}, {f16})).dtype() == f16);
   CHECK((ones({2}, {f64}) + ones({2}, {f32})).dtype() == f64);
 }
+
+// A second check of div's backward besides gradcheck (issue 29): both gradients against
+// their closed forms, d(a/b)/da = 1/b and d(a/b)/db = -a/b^2, summed over broadcast axes,
+// in f64 to 1e-14 and in f32; also with only the divisor requiring a gradient.
+TEST_CASE("div's gradients equal 1/b and -a/b^2, summed where b or a was broadcast", "[elementwise][autograd]") {
+  struct Shapes {
+    Shape a, b;
+  };
+  for (const Shapes& s : {Shapes{{3, 4}, {4}}, Shapes{{3, 4}, {3, 1}}, Shapes{{1, 4}, {3, 1}}, Shapes{{2, 3}, {2, 3}}}) {
+    for (DType dt : {f64, f32}) {
+      for (bool a_grad : {true, false}) {
+        INFO("a " << shape_str(s.a) << " b " << shape_str(s.b) << " " << dtype_name(dt) << (a_grad ? "" : ", b only"));
+        Generator g(11);
+        Tensor a = uniform(s.a, -2, 2, {dt}, &g).set_requires_grad(a_grad);
+        Tensor b = uniform(s.b, 0.5, 2, {dt}, &g);
+        b = where(uniform(s.b, 0, 1, {dt}, &g) > 0.5, b, -b).detach().set_requires_grad();  // both signs
+        const Shape out = broadcast_shapes(s.a, s.b, "test");
+        const Tensor gy = uniform(out, -1, 1, {dt}, &g);
+        (a / b).backward(gy);
+        // Closed forms over the broadcast output, element by element in double.
+        const auto av = a.expand(out).contiguous().to_vector<double>(), bv = b.expand(out).contiguous().to_vector<double>(),
+                   gv = gy.to_vector<double>();
+        std::vector<double> ga(av.size()), gb(av.size());
+        for (size_t i = 0; i < av.size(); ++i) {
+          ga[i] = gv[i] / bv[i];
+          gb[i] = -gv[i] * av[i] / (bv[i] * bv[i]);
+        }
+        // Sums v (over `out`) into `to`, right-aligned: an axis of size 1 in `to` takes index 0.
+        const auto reduce = [&](const std::vector<double>& v, const Shape& to) {
+          std::vector<double> r(static_cast<size_t>(numel_of(to)), 0.0);
+          for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+            int64_t rest = i, j = 0, stride = 1;
+            for (int64_t d = static_cast<int64_t>(out.size()) - 1, e = static_cast<int64_t>(to.size()) - 1; d >= 0;
+                 --d, --e) {
+              const int64_t idx = rest % out[static_cast<size_t>(d)];
+              rest /= out[static_cast<size_t>(d)];
+              if (e < 0) continue;
+              const int64_t n = to[static_cast<size_t>(e)];
+              j += (n == 1 ? 0 : idx) * stride;
+              stride *= n;
+            }
+            r[static_cast<size_t>(j)] += v[static_cast<size_t>(i)];
+          }
+          return from_vector(r, to, {f64});
+        };
+        const double tol = dt == f64 ? 1e-14 : 1e-6;
+        CHECK(b.grad().dtype() == dt);
+        CHECK(allclose(b.grad().to(f64), reduce(gb, s.b), tol, tol));
+        if (a_grad) CHECK(allclose(a.grad().to(f64), reduce(ga, s.a), tol, tol));
+        else CHECK_FALSE(a.grad().defined());
+      }
+    }
+  }
+}
