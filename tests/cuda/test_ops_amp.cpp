@@ -1,10 +1,17 @@
 // The loss scaler's kernels on cuda against the CPU's: the multi-tensor unscale with
 // per-tensor non-finite counts and the found-inf flag, the scale update state machine, and
-// a few AMP training steps (autocast f16, GradScaler, Adam) of an MLP on cuda vs the CPU.
+// a few AMP training steps (autocast f16, GradScaler, Adam) of an MLP on cuda vs the CPU,
+// and the scaler's skip-streak watch, which must not make update() wait for the device.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
+#include "halfgrad.h"
 #include "ops/amp_kernels.h"
 #include "tests/cuda/ops_compare.h"
+#ifdef HG_CUDA_EMULATION
+#include "cuda/emu/host_waits.h"
+#endif
 
 using namespace hg;
 using hg::test::kCuda;
@@ -114,4 +121,31 @@ TEST_CASE("AMP training of an MLP on cuda follows the same run on the CPU", "[cu
     INFO("step " << s);
     CHECK(on_cuda[s] == Approx(on_cpu[s]).epsilon(5e-3));
   }
+}
+
+TEST_CASE("the scaler's skip-streak watch reports on cuda without a host wait in update()", "[cuda][emu][grad_scaler]") {
+  HG_REQUIRE_CUDA();
+#ifndef HG_CUDA_EMULATION
+  HG_SKIP("host waits are counted by the CUDA emulation only");
+#else
+  Tensor p = tensor({1.0, 2.0}, {f32, kCuda}).set_requires_grad();
+  optim::SGD opt({{"layer.weight", p}}, optim::SGDOptions{.lr = 0.0});
+  amp::GradScalerOptions o;
+  o.skip_streak_limit = 3;
+  amp::GradScaler scaler(o, kCuda);
+  const Tensor bad = tensor({1.0, INFINITY}, {f32, kCuda});
+  WarningCapture warnings;
+  int64_t waits_in_update = 0;
+  for (int i = 0; i < 8; ++i) {
+    p.set_grad(Tensor());
+    scaler.scale(sum(p * bad)).backward();
+    scaler.step(opt);
+    const int64_t before = cuda::emu::host_waits();
+    scaler.update();
+    waits_in_update += cuda::emu::host_waits() - before;
+  }
+  CHECK(waits_in_update == 0);
+  REQUIRE(warnings.messages().size() == 1);
+  CHECK_THAT(warnings.messages()[0], Catch::Contains("layer.weight (1 of 2)"));
+#endif
 }
