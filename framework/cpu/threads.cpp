@@ -32,15 +32,16 @@
 namespace hg {
 namespace {
 
-// How long an idle thread polls before it sleeps: HG_THREAD_SPIN_US, default 30. Measured
-// with bench/threads_under_load (docs/benchmark.md): 30 us catches the next op of a
-// training loop on an idle machine (a futex wake-up costs more than a small op: 1.3-1.4x
-// slower without it), while a spin that outlasts the gaps between ops (1 ms; libgomp's
-// default) competes with other processes for the cores and is 3-10x slower under load.
+// How long an idle thread polls before it sleeps: HG_THREAD_SPIN_US, default 0. Measured
+// with bench/threads_under_load (docs/benchmark.md): a 30 us poll catches the next op of a
+// training loop on an idle machine (1.3x faster on tiny ops), but any poll competes for
+// the cores with whatever else runs: under load it cost up to 1.5x, and with one busy
+// thread beside it the sanitizer suite's step spent half its time outside ops; a poll
+// that outlasts the gaps between ops (1 ms, like libgomp's default) is 3-10x slower.
 std::chrono::nanoseconds spin_time() {
   static const std::chrono::nanoseconds t = [] {
     const char* s = std::getenv("HG_THREAD_SPIN_US");
-    const long us = s && *s ? std::strtol(s, nullptr, 10) : 30;
+    const long us = s && *s ? std::strtol(s, nullptr, 10) : 0;
     return std::chrono::nanoseconds(std::clamp(us, 0L, 100000L) * 1000);
   }();
   return t;
