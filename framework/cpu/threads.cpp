@@ -35,9 +35,8 @@ namespace {
 // How long an idle thread polls before it sleeps: HG_THREAD_SPIN_US, default 0. Measured
 // with bench/threads_under_load (docs/benchmark.md): a 30 us poll catches the next op of a
 // training loop on an idle machine (1.3x faster on tiny ops), but any poll competes for
-// the cores with whatever else runs: under load it cost up to 1.5x, and with one busy
-// thread beside it the sanitizer suite's step spent half its time outside ops; a poll
-// that outlasts the gaps between ops (1 ms, like libgomp's default) is 3-10x slower.
+// the cores with whatever else runs (up to 1.5x slower under load), and a poll that
+// outlasts the gaps between ops (1 ms, like libgomp's default) is 3-10x slower there.
 std::chrono::nanoseconds spin_time() {
   static const std::chrono::nanoseconds t = [] {
     const char* s = std::getenv("HG_THREAD_SPIN_US");
