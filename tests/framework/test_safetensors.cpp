@@ -12,6 +12,7 @@
 #include "halfgrad.h"
 #include "tests/temp_dir.h"
 #include "tests/skip.h"
+#include "tests/python_check.h"
 
 using namespace hg;
 using hg::test::TempDir;
@@ -302,13 +303,8 @@ TEST_CASE("a hand-written header with escapes, whitespace and metadata last load
 }
 
 TEST_CASE("files interchange with Python's reference safetensors package", "[safetensors][python]") {
-  if (std::system("python3 -c 'import safetensors, numpy' >/dev/null 2>&1") != 0)
-    HG_SKIP("python safetensors/numpy not installed");
-#ifdef HG_SOURCE_DIR
-  const fs::path script = fs::path(HG_SOURCE_DIR) / "tests/python/check_safetensors.py";
-#else
-  const fs::path script = fs::current_path() / "tests/python/check_safetensors.py";
-#endif
+  HG_REQUIRE_PYTHON_SAFETENSORS();
+  const fs::path script = test::safetensors_check_script();
   REQUIRE(fs::exists(script));
   TempDir dir;
   // The script recomputes every value below from the same formulas.

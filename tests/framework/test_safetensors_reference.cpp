@@ -16,6 +16,7 @@
 #include "halfgrad.h"
 #include "tests/skip.h"
 #include "tests/temp_dir.h"
+#include "tests/python_check.h"
 
 using namespace hg;
 using hg::test::TempDir;
@@ -158,13 +159,8 @@ TEST_CASE("files at the edges of the format load or are refused as the reference
 }
 
 TEST_CASE("the reference parser's verdicts on those files are the ones recorded", "[safetensors][python]") {
-  if (std::system("python3 -c 'import safetensors, numpy' >/dev/null 2>&1") != 0)
-    HG_SKIP("python safetensors/numpy not installed");
-#ifdef HG_SOURCE_DIR
-  const fs::path script = fs::path(HG_SOURCE_DIR) / "tests/python/check_safetensors.py";
-#else
-  const fs::path script = fs::current_path() / "tests/python/check_safetensors.py";
-#endif
+  HG_REQUIRE_PYTHON_SAFETENSORS();
+  const fs::path script = test::safetensors_check_script();
   REQUIRE(fs::exists(script));
   TempDir dir;
   for (const Case& c : cases()) std::ofstream(dir / (c.file + ".safetensors"), std::ios::binary) << c.bytes;
