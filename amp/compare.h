@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "amp/policy.h"
-#include "framework/nn/module.h"
+#include "nn/module.h"
 
 namespace hg::amp {
 

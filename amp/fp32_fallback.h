@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "amp/grad_scaler.h"
-#include "framework/nn/module.h"
+#include "nn/module.h"
 #include "framework/serialize/checkpoint.h"
 
 namespace hg::amp {

@@ -10,7 +10,7 @@
 
 #include "framework/autograd.h"
 #include "framework/warning.h"
-#include "framework/optim/clip_grad.h"
+#include "optim/clip_grad.h"
 #include "ops/amp_kernels.h"
 #include "ops/concat.h"
 #include "ops/copy.h"

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "framework/async_read.h"
-#include "framework/optim/optimizer.h"
+#include "optim/optimizer.h"
 #include "framework/state_dict.h"
 
 namespace hg::amp {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/nn/module.h"
+#include "nn/module.h"
 #include "framework/state_dict.h"
 
 namespace hg::amp {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "amp/tensor_stats.h"
-#include "framework/nn/module.h"
+#include "nn/module.h"
 
 namespace hg::amp {
 

@@ -104,7 +104,7 @@ done
 run_stage profiler "$t_profiler" "$out/profiler.log" bash -c \
   "ninja -C build-gpu -j$(nproc) bench/profiler_overhead && build-gpu/bench/profiler_overhead 3 2 16 4"
 
-# 6. The nccl backend of framework/dist: a DDP step over nccl (averaged gradients against
+# 6. The nccl backend of dist: a DDP step over nccl (averaged gradients against
 # the mean of every rank's own, replicas bit-identical) and the bus bandwidth of a 64 MiB
 # all-reduce; on 2 ranks (mpirun) with 2 GPUs and an MPI build, else on 1 (a 1-rank
 # communicator still runs every call). Skipped with the reason when libnccl cannot be loaded.
@@ -181,7 +181,7 @@ PY
   sed -n '/on cuda:0/,/^op dispatches/p' "$out/profiler.log" | grep -v '^op dispatches' || true
   echo '```'
   echo
-  echo "## NCCL (framework/dist's nccl backend)"
+  echo "## NCCL (dist's nccl backend)"
   echo
   if [ -s "$nccl_log" ]; then
     nccl_lines=$(grep -E "^(ddp step|all-reduce)" "$nccl_log" | awk '!seen[$0]++')

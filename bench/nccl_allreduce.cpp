@@ -15,8 +15,8 @@
 
 #include "cuda/runtime.h"
 #include "cuda/stream.h"
-#include "framework/dist/ddp.h"
-#include "framework/dist/nccl_group.h"
+#include "dist/ddp.h"
+#include "dist/nccl_group.h"
 #include "halfgrad.h"
 
 using namespace hg;

@@ -1,12 +1,12 @@
 // The optimizers' fused steps on the cuda device: one grid-stride pass running the CPU's
-// element rules (framework/optim/update_rules.h). Each thread reads the step count and the
+// element rules (ops/optim_update_rules.h). Each thread reads the step count and the
 // found-inf flag from device memory and, when the flag is set, returns before writing:
 // a GradScaler step never waits for the host.
 #include <algorithm>
 
 #include "cuda/device_types.h"
 #include "cuda/launch.h"
-#include "framework/optim/optim_kernels.h"
+#include "ops/optim_kernels.h"
 
 namespace hg::cuda {
 namespace {

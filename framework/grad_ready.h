@@ -1,5 +1,5 @@
 // "Gradient ready" hooks: called right after backward has accumulated a leaf's .grad, so
-// data-parallel training (framework/dist/ddp.h) can start reducing a bucket of gradients
+// data-parallel training (dist/ddp.h) can start reducing a bucket of gradients
 // while the rest of backward still runs. Kept out of TensorImpl so adding it did not
 // change the layout every file sees.
 #pragma once

@@ -2,7 +2,7 @@
 // the blocks, normalise, project back onto the vocabulary with the token embedding.
 #include "models/gpt.h"
 
-#include "framework/nn/init.h"
+#include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 

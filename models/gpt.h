@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/nn/containers.h"
-#include "framework/nn/layers.h"
-#include "framework/nn/transformer_layers.h"
+#include "nn/containers.h"
+#include "nn/layers.h"
+#include "nn/transformer_layers.h"
 
 namespace hg {
 

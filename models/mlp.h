@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "framework/nn/layers.h"
+#include "nn/layers.h"
 
 namespace hg {
 

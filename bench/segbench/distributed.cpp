@@ -11,8 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "framework/dist/amp_sync.h"
-#include "framework/dist/nccl_group.h"
+#include "dist/amp_sync.h"
+#include "dist/nccl_group.h"
 #include "framework/error.h"
 
 namespace hg::segbench {

@@ -7,7 +7,7 @@
 
 #include "amp/grad_scaler.h"
 #include "bench/segbench/run_result.h"
-#include "framework/dist/ddp.h"
+#include "dist/ddp.h"
 
 namespace hg::segbench {
 

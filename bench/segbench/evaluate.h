@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "bench/segbench/data.h"
-#include "framework/nn/module.h"
+#include "nn/module.h"
 
 namespace hg::segbench {
 

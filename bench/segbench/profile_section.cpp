@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 
 namespace hg::segbench {
 
@@ -191,11 +191,11 @@ std::string md_table(const Section& t) {
 
 std::string html_table(const Section& t) {
   std::string s = "<table>\n<tr>";
-  for (const std::string& h : t.header) s += "<th>" + xml_escape(h) + "</th>";
+  for (const std::string& h : t.header) s += "<th>" + plot::xml_escape(h) + "</th>";
   s += "</tr>\n";
   for (const auto& row : t.rows) {
     s += "<tr>";
-    for (const std::string& c : row) s += "<td>" + xml_escape(c) + "</td>";
+    for (const std::string& c : row) s += "<td>" + plot::xml_escape(c) + "</td>";
     s += "</tr>\n";
   }
   return s + "</table>\n";
@@ -251,12 +251,12 @@ std::string op_profile_html(const Report& r) {
   const std::string text = intro(r);
   if (text.empty()) return "";
   std::ostringstream h;
-  h << "<h2>Op profile</h2>\n<p>" << xml_escape(text) << "</p>\n" << html_table(mode_table(r));
+  h << "<h2>Op profile</h2>\n<p>" << plot::xml_escape(text) << "</p>\n" << html_table(mode_table(r));
   for (const RunResult& run : r.runs) {
     if (!run.op_profile) continue;
     const OpProfile& p = *run.op_profile;
-    h << "<h3>" << xml_escape(run.precision) << "</h3>\n" << html_table(top_table(p)) << "<p>"
-      << xml_escape(profiled_steps_line(p) + op_profile_diagnosis(run.precision, p, fp32_profile(r))) << "</p>\n";
+    h << "<h3>" << plot::xml_escape(run.precision) << "</h3>\n" << html_table(top_table(p)) << "<p>"
+      << plot::xml_escape(profiled_steps_line(p) + op_profile_diagnosis(run.precision, p, fp32_profile(r))) << "</p>\n";
   }
   return h.str();
 }

@@ -10,7 +10,7 @@
 #include "bench/segbench/profile_section.h"
 #include "bench/segbench/report_parts.h"
 #include "bench/segbench/svg_exponents.h"
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 
 namespace hg::segbench {
 namespace {
@@ -54,7 +54,7 @@ footer{margin-top:32px;color:#59636e}
 
 using Html = std::ostringstream;
 
-std::string esc(const std::string& s) { return xml_escape(s); }
+std::string esc(const std::string& s) { return plot::xml_escape(s); }
 
 void table(Html& h, const TextTable& t, const std::vector<std::string>& row_colours, size_t bad_column,
            bool fit = false) {
@@ -83,27 +83,27 @@ void figure(Html& h, const std::string& svg, const std::string& caption) {
 
 // The four loss/Dice curves and the loss scale, every run in its own colour.
 void curve_plots(Html& h, const Report& r, bool cpu) {
-  LinePlot loss_step{.id = "loss-step", .title = "Training loss vs step", .x_label = "step", .y_label = "loss"};
-  LinePlot loss_time{.id = "loss-time", .title = "Training loss vs time", .x_label = "seconds", .y_label = "loss"};
-  LinePlot dice_step{.id = "dice-step", .title = "Validation Dice vs step", .x_label = "step",
+  plot::LinePlot loss_step{.id = "loss-step", .title = "Training loss vs step", .x_label = "step", .y_label = "loss"};
+  plot::LinePlot loss_time{.id = "loss-time", .title = "Training loss vs time", .x_label = "seconds", .y_label = "loss"};
+  plot::LinePlot dice_step{.id = "dice-step", .title = "Validation Dice vs step", .x_label = "step",
                      .y_label = "mean foreground Dice", .y_min = 0, .y_max = 1};
-  LinePlot dice_time{.id = "dice-time", .title = "Validation Dice vs time", .x_label = "seconds",
+  plot::LinePlot dice_time{.id = "dice-time", .title = "Validation Dice vs time", .x_label = "seconds",
                      .y_label = "mean foreground Dice", .y_min = 0, .y_max = 1};
-  LinePlot scale{.id = "loss-scale", .title = "Loss scale vs step", .x_label = "step", .y_label = "loss scale",
+  plot::LinePlot scale{.id = "loss-scale", .title = "Loss scale vs step", .x_label = "step", .y_label = "loss scale",
                  .log2_y = true};
-  const HLine target{r.target_dice, "target " + fixed(r.target_dice, 2)};
+  const plot::HLine target{r.target_dice, "target " + fixed(r.target_dice, 2)};
   dice_step.h_lines = dice_time.h_lines = {target};
-  std::vector<Series> unscaled;
+  std::vector<plot::Series> unscaled;
   for (size_t i = 0; i < r.runs.size(); ++i) {
     const RunResult& run = r.runs[i];
     const Curves& c = run.curves;
-    const std::string colour = series_colour(i);
+    const std::string colour = plot::series_colour(i);
     const std::vector<double> steps(c.step.begin(), c.step.end()), eval_steps(c.eval_step.begin(), c.eval_step.end());
     loss_step.series.push_back({run.precision, colour, steps, c.loss, {}});
     loss_time.series.push_back({run.precision, colour, c.seconds, c.loss, {}});
     dice_step.series.push_back({run.precision, colour, eval_steps, c.eval_dice, {}});
     dice_time.series.push_back({run.precision, colour, c.eval_seconds, c.eval_dice, {}});
-    Series s{run.precision, colour, steps, c.scale, {run.skipped_steps.begin(), run.skipped_steps.end()}};
+    plot::Series s{run.precision, colour, steps, c.scale, {run.skipped_steps.begin(), run.skipped_steps.end()}};
     const bool scaled = std::any_of(c.scale.begin(), c.scale.end(), [](double v) { return v != 1; });
     (scaled || !run.skipped_steps.empty() ? scale.series : unscaled).push_back(std::move(s));
   }
@@ -114,11 +114,11 @@ void curve_plots(Html& h, const Report& r, bool cpu) {
   const std::string time_note = cpu ? " \u2020 CPU run: f16/bf16 widened to f32 for arithmetic, so times say nothing about a GPU." : "";
 
   h << "<div class=\"plots\">\n";
-  figure(h, svg_line_plot(loss_step), "Cross-entropy + Dice loss per training step; \u25b2 marks a NaN/inf loss.");
-  figure(h, svg_line_plot(loss_time), "The same losses against wall time since each run's start." + time_note);
-  figure(h, svg_line_plot(dice_step), "Mean foreground Dice of the periodic evaluations on the validation subset.");
-  figure(h, svg_line_plot(dice_time), "The same evaluations against wall time." + time_note);
-  figure(h, svg_line_plot(scale), scale_caption);
+  figure(h, plot::svg_line_plot(loss_step), "Cross-entropy + Dice loss per training step; \u25b2 marks a NaN/inf loss.");
+  figure(h, plot::svg_line_plot(loss_time), "The same losses against wall time since each run's start." + time_note);
+  figure(h, plot::svg_line_plot(dice_step), "Mean foreground Dice of the periodic evaluations on the validation subset.");
+  figure(h, plot::svg_line_plot(dice_time), "The same evaluations against wall time." + time_note);
+  figure(h, plot::svg_line_plot(scale), scale_caption);
   h << "</div>\n";
 }
 
@@ -129,7 +129,7 @@ void underflow_section(Html& h, const Report& r) {
   table(h, mode_cells(r), {}, SIZE_MAX, true);
   const std::vector<ExponentPanel> panels = exponent_panels(r);
   if (!panels.empty()) figure(h, svg_exponent_histogram("Gradient exponents of the logits", panels), exponent_caption(panels));
-  BarChart chart{.title = "Gradient elements that are zero as stored, per layer",
+  plot::BarChart chart{.title = "Gradient elements that are zero as stored, per layer",
                  .value_label = "exactly 0 in the stored (scaled) gradient, at each mode's last sampled step"};
   std::vector<const UnderflowSample*> last(r.runs.size(), nullptr);
   for (size_t i = 0; i < r.runs.size(); ++i) {
@@ -146,7 +146,7 @@ void underflow_section(Html& h, const Report& r) {
   }
   for (size_t i = 0; i < r.runs.size(); ++i) {
     if (!last[i]) continue;
-    BarPanel panel{r.runs[i].precision + " (step " + std::to_string(last[i]->step) + ")", series_colour(i),
+    plot::BarPanel panel{r.runs[i].precision + " (step " + std::to_string(last[i]->step) + ")", plot::series_colour(i),
                    std::vector<double>(chart.categories.size(), NAN)};
     for (const LayerStats& l : last[i]->layers) {
       const auto at = std::find(chart.categories.begin(), chart.categories.end(), l.name);
@@ -154,7 +154,7 @@ void underflow_section(Html& h, const Report& r) {
     }
     chart.panels.push_back(std::move(panel));
   }
-  figure(h, svg_bar_chart(chart),
+  figure(h, plot::svg_bar_chart(chart),
          "Share of each parameter's stored gradient elements that are exactly zero: where backward computed in "
          "f16 these are flushed values (|g| <= 2^-25 before rounding), and the updates they should have made are lost.");
   const UnderflowPick pick = worst_underflow(r, 10);
@@ -170,7 +170,7 @@ void samples_section(Html& h, const Report& r, const SampleGrid& g) {
     << "px\">\n<div class=\"cols\" style=\"grid-template-columns:repeat(" << cols << ",1fr);column-gap:"
     << 200.0 / static_cast<double>(width) << "%\"><span>image</span><span>truth</span>";
   for (size_t i : g.runs)
-    h << "<span style=\"color:" << series_colour(i) << "\">" << esc(r.runs[i].precision) << "</span>";
+    h << "<span style=\"color:" << plot::series_colour(i) << "\">" << esc(r.runs[i].precision) << "</span>";
   h << "</div>\n<img src=\"samples.png\" width=\"" << width * zoom << "\" alt=\"sample validation images, true "
     << "labels and each mode's predicted labels\">\n<figcaption>Classes:";
   for (size_t c = 0; c < kClassPalette.size(); ++c) {
@@ -185,7 +185,7 @@ void diagnosis_section(Html& h, const Report& r) {
   h << "<h2>Diagnosis</h2>\n";
   for (size_t i = 0; i < r.runs.size(); ++i) {
     const RunResult& run = r.runs[i];
-    h << "<article><h3><span class=\"dot\" style=\"background:" << series_colour(i) << "\"></span>"
+    h << "<article><h3><span class=\"dot\" style=\"background:" << plot::series_colour(i) << "\"></span>"
       << esc(run.precision) << (run.description.empty() ? "" : ": " + esc(run.description)) << "</h3>\n<p>"
       << esc(run.diagnosis.empty() ? "No problem found." : run.diagnosis) << "</p>\n";
     if (run.stopped_early)
@@ -221,7 +221,7 @@ std::string html_report(const Report& r, const SampleGrid& samples) {
     << "</dd><dt>Validation</dt><dd>" << esc(validation_text(r)) << "</dd></dl>\n<h2>Summary</h2>\n";
   if (cpu) h << "<div class=\"note\">\u2020 <b>CPU run.</b> " << esc(kCpuNote) << "</div>\n";
   std::vector<std::string> colours;
-  for (size_t i = 0; i < r.runs.size(); ++i) colours.push_back(series_colour(i));
+  for (size_t i = 0; i < r.runs.size(); ++i) colours.push_back(plot::series_colour(i));
   const TextTable summary = summary_cells(r);
   table(h, summary, colours, summary.header.size() - 1);
   h << "<p>" << esc(steps_to_target_text(r)) << "</p>\n<h2>Training curves</h2>\n";

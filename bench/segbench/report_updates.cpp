@@ -7,7 +7,7 @@
 #include <string>
 
 #include "bench/segbench/report_parts.h"
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 #include "bench/segbench/update_compare.h"
 
 namespace hg::segbench {
@@ -75,11 +75,11 @@ std::string update_legend() {
 }
 
 std::string update_svg(const Report& r) {
-  LinePlot plot{.id = "update-ratio", .title = "Update/weight ratio over the first steps", .x_label = "step",
+  plot::LinePlot plot{.id = "update-ratio", .title = "Update/weight ratio over the first steps", .x_label = "step",
                 .y_label = "\u2016\u0394w\u2016 / \u2016w\u2016", .log2_y = true};
   plot.marker_label = "skipped step";
   for (size_t i = 0; i < r.runs.size(); ++i) {
-    Series s{r.runs[i].precision, series_colour(i), {}, {}, {}};
+    plot::Series s{r.runs[i].precision, plot::series_colour(i), {}, {}, {}};
     for (const UpdateSample& u : r.runs[i].updates) {
       if (u.step >= kFirstUpdateSteps) continue;
       if (u.skipped) {
@@ -91,7 +91,7 @@ std::string update_svg(const Report& r) {
     }
     if (!s.x.empty() || !s.marker_x.empty()) plot.series.push_back(std::move(s));
   }
-  return svg_line_plot(plot);
+  return plot::svg_line_plot(plot);
 }
 
 }  // namespace hg::segbench

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 
 namespace hg::segbench {
 namespace {
@@ -54,21 +54,21 @@ std::string svg_exponent_histogram(const std::string& title, const std::vector<E
   auto x_of = [&](double log2) { return kLeft + (log2 - GradientExponents::kLo + kZeroBar) * slot_w; };
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kWidth << ' ' << height << "\" width=\"" << kWidth
-     << "\" height=\"" << height << "\" role=\"img\" aria-label=\"" << xml_escape(title)
+     << "\" height=\"" << height << "\" role=\"img\" aria-label=\"" << plot::xml_escape(title)
      << "\" font-family=\"system-ui,Helvetica,Arial,sans-serif\" font-size=\"11\">\n"
      << "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n<text x=\"" << kWidth / 2
-     << "\" y=\"17\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"600\">" << xml_escape(title) << "</text>\n";
+     << "\" y=\"17\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"600\">" << plot::xml_escape(title) << "</text>\n";
   for (size_t p = 0; p < panels.size(); ++p) {
     const GradientExponents& e = *panels[p].exponents;
     const int top = kTop + static_cast<int>(p) * kPanelHeight + 16, base = top + kPlotHeight;
-    os << "<text x=\"" << kLeft << "\" y=\"" << top - 4 << "\" font-weight=\"600\">" << xml_escape(panels[p].title)
+    os << "<text x=\"" << kLeft << "\" y=\"" << top - 4 << "\" font-weight=\"600\">" << plot::xml_escape(panels[p].title)
        << "</text>\n";
     for (const Band& b : kBands) {
       const double x0 = std::max(x_of(b.lo), x_of(GradientExponents::kLo)), x1 = std::min(x_of(b.hi), x_of(21));
       os << "<rect x=\"" << x0 << "\" y=\"" << top << "\" width=\"" << x1 - x0 << "\" height=\"" << kPlotHeight
-         << "\" fill=\"" << b.fill << "\"><title>" << xml_escape(b.name) << "</title></rect>\n"
+         << "\" fill=\"" << b.fill << "\"><title>" << plot::xml_escape(b.name) << "</title></rect>\n"
          << "<text x=\"" << (x0 + x1) / 2 << "\" y=\"" << top + 12 << "\" text-anchor=\"middle\" fill=\"#555\">"
-         << xml_escape(b.name) << "</text>\n";
+         << plot::xml_escape(b.name) << "</text>\n";
     }
     const double n = std::max<double>(1, static_cast<double>(e.numel));
     double tallest = static_cast<double>(e.zeros) / n;
@@ -77,7 +77,7 @@ std::string svg_exponent_histogram(const std::string& title, const std::vector<E
     auto bar = [&](double x, double frac, const char* colour, const std::string& tip) {
       const double h = (kPlotHeight - 18) * frac / tallest;
       os << "<rect x=\"" << x + 0.5 << "\" y=\"" << base - h << "\" width=\"" << slot_w - 1 << "\" height=\"" << h
-         << "\" fill=\"" << colour << "\"><title>" << xml_escape(tip) << "</title></rect>\n";
+         << "\" fill=\"" << colour << "\"><title>" << plot::xml_escape(tip) << "</title></rect>\n";
     };
     bar(x_of(GradientExponents::kLo - kZeroBar), static_cast<double>(e.zeros) / n, "#D55E00", "exactly 0: " + pct(e.zeros / n));
     for (int k = GradientExponents::kLo; k <= GradientExponents::kHi; ++k) {
@@ -90,7 +90,7 @@ std::string svg_exponent_histogram(const std::string& title, const std::vector<E
     for (int k = -40; k <= 20; k += 5)
       os << "<text x=\"" << x_of(k) + slot_w / 2 << "\" y=\"" << base + 13 << "\" text-anchor=\"middle\">" << k << "</text>\n";
     os << "<text x=\"" << kLeft << "\" y=\"" << base + 28 << "\" fill=\"#333\">log2 |g| (binade); "
-       << xml_escape(exponent_bands_text(e)) << "</text>\n<text x=\"" << kLeft << "\" y=\"" << base + 42
+       << plot::xml_escape(exponent_bands_text(e)) << "</text>\n<text x=\"" << kLeft << "\" y=\"" << base + 42
        << "\" fill=\"#555\">f16: |g| \u2264 2^-25 rounds to 0; below 2^-14 subnormal; \u2265 65520 rounds to inf</text>\n";
   }
   os << "</svg>\n";

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "framework/logging/tensorboard.h"
+#include "tools/tensorboard.h"
 
 namespace hg::segbench {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench/segbench/run_result.h"
-#include "framework/optim/optimizer.h"
+#include "optim/optimizer.h"
 
 namespace hg::segbench {
 

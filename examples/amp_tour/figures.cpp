@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 #include "halfgrad.h"
 
 using namespace hg;
-using segbench::xml_escape;
+using plot::xml_escape;
 
 namespace {
 
@@ -27,15 +27,15 @@ constexpr const char* kMantissa = "#E69F00";
 std::string svg_open(int w, int h, const std::string& title) {
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << w << ' ' << h << "\" width=\"" << w
-     << "\" height=\"" << h << "\" role=\"img\" aria-label=\"" << xml_escape(title) << "\" font-family=\"" << kFont
+     << "\" height=\"" << h << "\" role=\"img\" aria-label=\"" << plot::xml_escape(title) << "\" font-family=\"" << kFont
      << "\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n<text x=\"" << w / 2
-     << "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"600\">" << xml_escape(title) << "</text>\n";
+     << "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"600\">" << plot::xml_escape(title) << "</text>\n";
   return os.str();
 }
 
 std::string text(double x, double y, const std::string& s, const char* anchor = "start", const char* extra = "") {
   std::ostringstream os;
-  os << "<text x=\"" << x << "\" y=\"" << y << "\" text-anchor=\"" << anchor << "\"" << extra << ">" << xml_escape(s)
+  os << "<text x=\"" << x << "\" y=\"" << y << "\" text-anchor=\"" << anchor << "\"" << extra << ">" << plot::xml_escape(s)
      << "</text>\n";
   return os.str();
 }
@@ -90,7 +90,7 @@ std::string scaler_trajectory() {
   Tensor w = tensor({1.0}).set_requires_grad().set_name("w");
   optim::SGD opt({{"w", w}}, {.lr = 1e-3});
   amp::GradScaler scaler({.init_scale = 1024.0, .growth_interval = 5});
-  segbench::Series scale;
+  plot::Series scale;
   scale.name = "loss scale S (before the step)";
   for (int step = 0; step < 60; ++step) {
     Tensor loss = sum(mul(w.to(f16), tensor({4.0}).to(f16)).to(f32));  // dloss/dw = 4, in f16
@@ -102,7 +102,7 @@ std::string scaler_trajectory() {
     scale.y.push_back(r.scale_value());
     if (r.skipped()) scale.marker_x.push_back(step);
   }
-  segbench::LinePlot p{.id = "scaler",
+  plot::LinePlot p{.id = "scaler",
                        .title = "GradScaler (growth_interval 5): grow, overflow, back off",
                        .x_label = "step",
                        .y_label = "scale",
@@ -111,14 +111,14 @@ std::string scaler_trajectory() {
                        .y_max = 32768,
                        .h_lines = {{16384, "4 x S > 65504: the f16 gradient overflows"}},
                        .series = {scale}};
-  return segbench::svg_line_plot(p);
+  return plot::svg_line_plot(p);
 }
 
 // Half the ulp of |w| in each format: an update smaller than this rounds away.
 std::string update_vs_ulp() {
-  std::vector<segbench::Series> series;
+  std::vector<plot::Series> series;
   for (DType dt : {f32, bf16, f16}) {
-    segbench::Series s;
+    plot::Series s;
     s.name = std::string("half an ulp of an ") + dtype_name(dt) + " weight";
     for (int i = 0; i <= 160; ++i) {
       const double log2w = -10 + i * 0.0625, wv = std::exp2(log2w);
@@ -135,14 +135,14 @@ std::string update_vs_ulp() {
     }
     series.push_back(s);
   }
-  segbench::LinePlot p{.id = "ulp",
+  plot::LinePlot p{.id = "ulp",
                        .title = "Updates below half an ulp are swallowed (round to nearest even)",
                        .x_label = "log2 |w|",
                        .y_label = "smallest update that moves w",
                        .log2_y = true,
                        .h_lines = {{1e-4, "an update of 1e-4 (lr 1e-4, |grad| ~ 1)"}},
                        .series = series};
-  return segbench::svg_line_plot(p);
+  return plot::svg_line_plot(p);
 }
 
 // The graph of docs/amp.md step 3, one box per line of autograd::graph_to_string, filled

@@ -14,10 +14,11 @@
 
 #include "bench/segbench/json_writer.h"
 #include "bench/segbench/report.h"
-#include "bench/segbench/svg_plot.h"
+#include "tools/svg_plot.h"
 #include "framework/error.h"
 
 using namespace hg::segbench;
+namespace plot = hg::plot;
 namespace fs = std::filesystem;
 
 namespace {
@@ -381,10 +382,10 @@ TEST_CASE("json writer: escaping, NaN as null, nesting and misuse", "[report]") 
 }
 
 TEST_CASE("svg plot: NaN points break the line, log2 axis, markers", "[report]") {
-  LinePlot p{.id = "t", .title = "loss <&>", .x_label = "step", .y_label = "loss"};
+  plot::LinePlot p{.id = "t", .title = "loss <&>", .x_label = "step", .y_label = "loss"};
   p.series.push_back({"a", "", {0, 1, 2, 3, 4, 5}, {1, 2, NAN, 3, INFINITY, 4}, {}});
   p.series.push_back({"b", "#123456", {0, 1, 2}, {NAN, NAN, NAN}, {}});
-  const std::string svg = svg_line_plot(p);
+  const std::string svg = plot::svg_line_plot(p);
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("loss &lt;&amp;&gt;") != std::string::npos);
   CHECK(count(svg, "<path fill=\"none\" stroke-width=\"1.8\"") == 1);  // only the segment 0-1 has two points
@@ -393,19 +394,19 @@ TEST_CASE("svg plot: NaN points break the line, log2 axis, markers", "[report]")
   CHECK(svg.find("nan") == std::string::npos);
   CHECK(svg.find("inf\"") == std::string::npos);
 
-  LinePlot s{.id = "s", .title = "scale", .x_label = "step", .y_label = "scale", .log2_y = true};
+  plot::LinePlot s{.id = "s", .title = "scale", .x_label = "step", .y_label = "scale", .log2_y = true};
   s.series.push_back({"amp", "", {0, 1, 2, 3}, {65536, 32768, 32768, 0}, {1}});
-  const std::string log_svg = svg_line_plot(s);
+  const std::string log_svg = plot::svg_line_plot(s);
   CHECK(log_svg.find(">16</tspan>") != std::string::npos);
   CHECK(log_svg.find(">15</tspan>") != std::string::npos);
   CHECK(count(log_svg, "l-4.5 -8h9z") == 1);  // the 0, unplottable on a log axis, at the bottom
   CHECK(log_svg.find("skipped step") != std::string::npos);
   CHECK(log_svg.find("nan") == std::string::npos);
 
-  const std::string empty = svg_line_plot({.id = "e", .title = "nothing", .x_label = "x", .y_label = "y"});
+  const std::string empty = plot::svg_line_plot({.id = "e", .title = "nothing", .x_label = "x", .y_label = "y"});
   CHECK(empty.find("no data") != std::string::npos);
 
-  const std::string bars = svg_bar_chart({.title = "u", .value_label = "v", .categories = {"w1", "w2"},
+  const std::string bars = plot::svg_bar_chart({.title = "u", .value_label = "v", .categories = {"w1", "w2"},
                                           .panels = {{"fp16", "", {0.5, NAN}}, {"amp", "", {0.0004}}}});
   CHECK(bars.find("50.0%") != std::string::npos);
   CHECK(bars.find("&lt;0.1%") != std::string::npos);

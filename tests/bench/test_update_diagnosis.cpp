@@ -12,8 +12,8 @@
 #include "bench/segbench/train.h"
 #include "bench/segbench/update_stats.h"
 #include "framework/half.h"
-#include "framework/optim/adam.h"
-#include "framework/optim/sgd.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
 #include "ops/elementwise.h"
 
 using namespace hg;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "framework/dist/process_group.h"
+#include "dist/process_group.h"
 #include "halfgrad.h"
 
 namespace hg::dist_test {

@@ -19,7 +19,7 @@
 #include "cuda/cuda_api.h"
 #include "fake_nccl_log.h"
 #include "framework/bfloat16.h"
-#include "framework/dist/nccl_api.h"
+#include "dist/nccl_api.h"
 #include "framework/half.h"
 
 namespace hg::dist::nccl {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "dist_models.h"
-#include "framework/dist/ddp.h"
+#include "dist/ddp.h"
 
 using namespace hg;
 

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "dist_models.h"
-#include "framework/dist/ddp.h"
-#include "framework/dist/sync_batch_norm.h"
+#include "dist/ddp.h"
+#include "dist/sync_batch_norm.h"
 
 namespace hg::dist_test {
 

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "dist_models.h"
-#include "framework/dist/amp_sync.h"
-#include "framework/dist/ddp.h"
+#include "dist/amp_sync.h"
+#include "dist/ddp.h"
 
 using namespace hg;
 using namespace hg::dist_test;

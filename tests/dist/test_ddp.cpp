@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "dist_models.h"
-#include "framework/dist/amp_sync.h"
-#include "framework/dist/ddp.h"
+#include "dist/amp_sync.h"
+#include "dist/ddp.h"
 
 using namespace hg;
 using namespace hg::dist_test;

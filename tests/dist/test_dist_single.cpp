@@ -1,9 +1,9 @@
-// framework/dist in one process (the unit tests, no mpirun): every device's group is the
+// dist in one process (the unit tests, no mpirun): every device's group is the
 // single-process one, local_rank() comes from the launcher's environment, and the nccl
 // backend says why it cannot be made (no CUDA in this build, or no libnccl).
 #include <catch2/catch.hpp>
 
-#include "framework/dist/nccl_group.h"
+#include "dist/nccl_group.h"
 #include "tests/env_scope.h"
 
 using namespace hg;

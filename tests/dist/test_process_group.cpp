@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "framework/dist/process_group.h"
+#include "dist/process_group.h"
 #include "halfgrad.h"
 
 using namespace hg;

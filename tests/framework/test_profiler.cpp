@@ -10,7 +10,7 @@
 #include "framework/cpu/isa.h"
 #include "framework/profiler.h"
 #include "halfgrad.h"
-#include "tests/framework/module_models.h"
+#include "tests/nn/module_models.h"
 #include "tests/framework/trace_check.h"
 
 using namespace hg;
