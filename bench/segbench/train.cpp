@@ -1,51 +1,98 @@
 // The training loop of one run: the precision recipe (autocast, parameter dtype, master
 // weights, loss scaling), Adam (or SGD) with cosine decay and clipping of unscaled gradients,
-// timings per phase, gradient statistics and update/weight ratios at sampled steps, validation.
+// and the time of each phase; every other measurement is an instrument (instruments.h).
 #include "bench/segbench/train.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <future>
+#include <functional>
 #include <memory>
 
 #include "amp/autocast.h"
-#include "amp/fp32_fallback.h"
-#include "framework/cpu/threads.h"
 #include "amp/grad_scaler.h"
 #include "amp/master_weights.h"
-#include "amp/numerics_monitor.h"
 #include "amp/policy.h"
 #include "bench/segbench/distributed.h"
 #include "bench/segbench/evaluate.h"
-#include "bench/segbench/grad_stats.h"
+#include "bench/segbench/instruments.h"
 #include "bench/segbench/modes.h"
-#include "bench/segbench/profile_section.h"
-#include "bench/segbench/update_stats.h"
+#include "bench/segbench/step_hooks.h"
 #include "framework/allocator.h"
 #include "framework/cpu/isa.h"
-#include "optim/adam.h"
-#include "framework/profiler.h"
-#include "optim/clip_grad.h"
-#include "optim/lr_scheduler.h"
-#include "optim/sgd.h"
-#include "framework/serialize/safetensors.h"
-#include "models/unet.h"
+#include "framework/cpu/threads.h"
 #include "framework/generator.h"
+#include "models/unet.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
+#include "optim/adam.h"
+#include "optim/clip_grad.h"
+#include "optim/lr_scheduler.h"
+#include "optim/sgd.h"
 
 namespace hg::segbench {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// The training batches, each prepared on a second thread while the step before it trains.
+class BatchStream {
+ public:
+  explicit BatchStream(const Config& cfg) : cfg_(cfg), next_(std::async(std::launch::async, fetch, std::cref(cfg), 0)) {}
+  ~BatchStream() { wait(); }
+  Batch next(int64_t step) {
+    Batch b = next_.get();
+    if (step == cfg_.poison_step) {  // the test hook: one NaN pixel
+      b.image = b.image.contiguous().clone();
+      b.image.data<float>()[0] = NAN;
+    }
+    if (step + 1 < cfg_.steps) next_ = std::async(std::launch::async, fetch, std::cref(cfg_), step + 1);
+    return b;
+  }
+  void wait() {
+    if (next_.valid()) next_.wait();
+  }
+
+ private:
+  static Batch fetch(const Config& cfg, int64_t step) {
+    ThreadLimit one(1);  // the training loop owns the cores; this thread only prepares data
+    return make_batch(cfg.seed, 0, first_image_of(step, cfg.batch), cfg.batch, cfg.size);
+  }
+  const Config& cfg_;
+  std::future<Batch> next_;
+};
+
+// Milliseconds per phase of the step; lap() ends one phase and starts the next.
+class PhaseClock {
+ public:
+  void lap(double& ms, double left_out_ms = 0) {
+    const auto now = Clock::now();
+    ms = std::chrono::duration<double, std::milli>(now - t_).count() - left_out_ms;
+    t_ = now;
+  }
+
+ private:
+  Clock::time_point t_ = Clock::now();
+};
+
+// This step's phase times and the kept ones of all steps.
+struct PhaseTimes {
+  double forward = 0, backward = 0, optimizer = 0;
+  std::vector<double> all_step, all_forward, all_backward, all_optimizer;
+  void keep(bool yes) {
+    if (!yes) return;
+    all_step.push_back(forward + backward + optimizer);
+    all_forward.push_back(forward);
+    all_backward.push_back(backward);
+    all_optimizer.push_back(optimizer);
+  }
+};
 
 Timing timing_of(std::vector<double> v) {
   if (v.empty()) return {};
@@ -60,16 +107,50 @@ int64_t max_rss_bytes() {
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;
 }
 
-void dump_first_step(const Config& cfg, const std::string& precision, const StateDict& before, const Batch& batch,
-                     const Tensor& logits, const Tensor& loss, const std::vector<std::pair<std::string, Tensor>>& params) {
-  StateDict sd = before;
-  sd["input"] = batch.image;
-  sd["target"] = batch.label;
-  sd["logits"] = logits.detach().to(f32);
-  sd["loss"] = loss.detach().to(f32);
-  for (auto& [name, p] : params)
-    if (p.grad().defined()) sd["grad." + name] = p.grad().to(f32);
-  save_safetensors(cfg.dump + "/" + precision + ".safetensors", sd, {{"precision", precision}});
+// A RunResult that names the run: its mode, device and dtypes.
+RunResult describe_run(const Mode& md, const std::string& precision, Device device) {
+  RunResult r;
+  r.precision = precision;
+  r.device = device.str();
+  r.description = md.description;
+  r.params_dtype = md.params_dtype();
+  r.activations_dtype = md.activations_dtype();
+  r.grads_dtype = md.grads_dtype();
+  r.optimizer_state_dtype = md.optimizer_state_dtype();
+  r.optimizer_name = md.optimizer == OptimizerKind::sgd ? "SGD" : "Adam";
+  r.compute_dtype = md.activations_dtype();
+  if (device.is_cpu()) r.cpu_isa = cpu::isa_name(cpu::isa());
+  return r;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const Mode& md, const NamedParams& params, double lr) {
+  std::unique_ptr<optim::Optimizer> opt;
+  if (md.optimizer == OptimizerKind::sgd)
+    opt = std::make_unique<optim::SGD>(params, optim::SGDOptions{.lr = lr * kSgdLrFactor, .momentum = kSgdMomentum});
+  else
+    opt = std::make_unique<optim::Adam>(params, optim::AdamOptions{.lr = lr});
+  opt->set_state_in_param_dtype(md.recipe.optimizer_state_in_param_dtype);
+  return opt;
+}
+
+// What the run measured over all its steps: speed, timings, memory, the final loss.
+void finish_run(RunResult& r, const Config& cfg, const PhaseTimes& times, Device device) {
+  r.total_seconds = r.curves.seconds.empty() ? 0 : r.curves.seconds.back();
+  r.images_per_s = r.total_seconds > 0 ? static_cast<double>(r.steps_done * cfg.batch) / r.total_seconds : 0;
+  r.step = timing_of(times.all_step);
+  r.forward = timing_of(times.all_forward);
+  r.backward = timing_of(times.all_backward);
+  r.optimizer = timing_of(times.all_optimizer);
+  for (const UpdateSample& u : r.updates) r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, u.v_flushed_fraction);
+  r.peak_bytes = memory_stats(device).peak;
+  r.max_rss_bytes = max_rss_bytes();
+  std::vector<double> finite;
+  for (double l : r.curves.loss)
+    if (std::isfinite(l)) finite.push_back(l);
+  double fl = 0;
+  const size_t k = std::min<size_t>(10, finite.size());
+  for (size_t i = finite.size() - k; i < finite.size(); ++i) fl += finite[i];
+  r.final_loss = k ? fl / static_cast<double>(k) : NAN;
 }
 
 }  // namespace
@@ -95,17 +176,7 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
                     const ProgressFn& progress) {
   const Mode md = mode(precision);
   const amp::Recipe& rc = md.recipe;
-  RunResult r;
-  r.precision = precision;
-  r.device = device.str();
-  r.description = md.description;
-  r.params_dtype = md.params_dtype();
-  r.activations_dtype = md.activations_dtype();
-  r.grads_dtype = md.grads_dtype();
-  r.optimizer_state_dtype = md.optimizer_state_dtype();
-  r.optimizer_name = md.optimizer == OptimizerKind::sgd ? "SGD" : "Adam";
-  r.compute_dtype = md.activations_dtype();
-  if (device.is_cpu()) r.cpu_isa = cpu::isa_name(cpu::isa());
+  RunResult r = describe_run(md, precision, device);
 
   manual_seed(cfg.seed);  // identical initial weights in every run
   UNet model(1, kNumClasses, cfg.width, cfg.depth);
@@ -113,196 +184,85 @@ RunResult train_run(const Config& cfg, const std::string& precision, Device devi
   if (rc.policy.params != f32) amp::cast_model(model, rc.policy.params, rc.policy.keep_batchnorm_f32);
   std::unique_ptr<amp::MasterWeights> mw;
   if (rc.master_weights) mw = std::make_unique<amp::MasterWeights>(model.named_parameters());
-  const auto opt_params = mw ? mw->params() : model.named_parameters();
-  std::unique_ptr<optim::Optimizer> opt_owner;
-  if (md.optimizer == OptimizerKind::sgd)
-    opt_owner = std::make_unique<optim::SGD>(opt_params, optim::SGDOptions{.lr = cfg.lr * kSgdLrFactor, .momentum = kSgdMomentum});
-  else
-    opt_owner = std::make_unique<optim::Adam>(opt_params, optim::AdamOptions{.lr = cfg.lr});
+  const NamedParams opt_params = mw ? mw->params() : model.named_parameters();
+  const std::unique_ptr<optim::Optimizer> opt_owner = make_optimizer(md, opt_params, cfg.lr);
   optim::Optimizer& opt = *opt_owner;
-  opt.set_state_in_param_dtype(rc.optimizer_state_in_param_dtype);
   optim::CosineAnnealingLR sched(opt, cfg.steps);
-  amp::GradScalerOptions so;
-  so.enabled = rc.loss_scaling;
-  so.growth_interval = cfg.growth_interval;
-  amp::GradScaler scaler(so, device);
+  amp::GradScaler scaler(amp::GradScalerOptions{.growth_interval = cfg.growth_interval, .enabled = rc.loss_scaling}, device);
   const auto ddp = attach_distributed(model, scaler);  // null with one process
-  const DType input_dtype = rc.policy.params == f32 ? f32 : rc.policy.params;
-  std::optional<amp::NumericsMonitor> monitor;
-  if (cfg.monitor_every > 0) monitor.emplace(model, amp::MonitorOptions{.every = cfg.monitor_every});
-  std::optional<amp::Fp32Fallback> fallback;  // switches modules, so only where autocast computes
-  if (cfg.fallback_strikes > 0 && rc.autocast) fallback.emplace(model, amp::FallbackOptions{.strikes = cfg.fallback_strikes});
-  int64_t skip_lines = 0;
+  const DType input_dtype = rc.policy.params;
+  std::vector<Tensor> clipped;
+  for (auto& [n, p] : opt_params) clipped.push_back(p);
 
-  std::vector<double> t_step, t_fwd, t_bwd, t_opt;
+  // The instruments, in the order each step point calls them.
+  StepHooks hooks;
+  if (cfg.monitor_every > 0) hooks.add<MonitorHook>(model, cfg.monitor_every, r);
+  // The fallback switches modules, so only where autocast computes.
+  if (cfg.fallback_strikes > 0 && rc.autocast) hooks.add<FallbackHook>(model, cfg.fallback_strikes, r, bool(progress));
+  if (!cfg.dump.empty()) hooks.add<DumpFirstStep>(cfg, precision, model, opt_params);
+  if (cfg.profile_ops_step >= 0) hooks.add<OpProfileHook>(cfg, r);
+  hooks.add<UnderflowSampler>(model, r);
+  hooks.add<UpdateProbeHook>(opt, r);
+  hooks.add<CurveRecorder>(opt, cfg.lr, r, bool(progress));
+  if (cfg.eval_every > 0) hooks.add<PeriodicEval>(cfg, model, val, input_dtype, rc.autocast, r);
+  if (progress) hooks.add<ProgressHook>(progress, cfg.batch);
+
+  PhaseTimes times;
   reset_peak_memory(device);
-  auto fetch = [&](int64_t step) {
-    ThreadLimit one(1);  // the training loop owns the cores; this thread only prepares data
-    return make_batch(cfg.seed, 0, first_image_of(step, cfg.batch), cfg.batch, cfg.size);
-  };
-  std::future<Batch> next = std::async(std::launch::async, fetch, 0);
+  BatchStream batches(cfg);
   const auto start = Clock::now();
   for (int64_t step = 0; step < cfg.steps; ++step) {
-    Batch batch = next.get();
-    if (step == cfg.poison_step) {
-      batch.image = batch.image.contiguous().clone();
-      batch.image.data<float>()[0] = NAN;
-    }
-    if (step + 1 < cfg.steps) next = std::async(std::launch::async, fetch, step + 1);
+    const Batch batch = batches.next(step);
     // Not the last step: the cosine schedule's lr is ~0 there and every update is tiny.
-    const bool sampled = cfg.monitor_every > 0 && step % cfg.monitor_every == 0 && step + 1 < cfg.steps;
-    StateDict before;
-    if (step == 0 && !cfg.dump.empty()) {
-      NoGrad ng;
-      for (auto& [k, v] : model.state_dict()) before[k] = v.to(f32).clone();
-    }
-    if (monitor) monitor->begin_step(step);
-    if (fallback) fallback->begin_step(step);
-    std::optional<Profiler> profiler;
-    if (cfg.profile_ops_step >= 0 && step >= cfg.profile_ops_step && step < cfg.profile_ops_step + kProfiledSteps)
-      profiler.emplace(true);  // without the next batch's preparation
-    const auto t0 = Clock::now();
+    StepState s{.step = step, .steps = cfg.steps,
+                .sampled = cfg.monitor_every > 0 && step % cfg.monitor_every == 0 && step + 1 < cfg.steps,
+                .batch = &batch};
+    hooks.before_step(s);
+    PhaseClock clock;
     Tensor x = batch.image.to(device, input_dtype), y = batch.label.to(device);
-    Tensor logits, loss;
-    UnderflowSample us;
-    const double scale_now = scaler.get_scale();
+    s.scale = scaler.get_scale();
     {
       std::optional<amp::Autocast> ac;
-      if (rc.autocast) ac.emplace(*rc.autocast);
-      logits = model(x);
-      // The output's gradient as backward stores it: before any Cast widens it to f32.
-      if (sampled)
-        logits.register_hook([&us, scale_now](const Tensor& g) {
-          us.logits = gradient_exponents(g, scale_now);
-          return Tensor();
-        });
-      if (rc.policy.output != logits.dtype()) logits = logits.to(rc.policy.output);
-      loss = segmentation_loss(logits, y);
+      if (rc.autocast) ac.emplace(*rc.autocast);  // lower ops in f16/bf16, fp32 ops in f32
+      s.logits = model(x);
+      hooks.on_logits(s, s.logits);
+      if (rc.policy.output != s.logits.dtype()) s.logits = s.logits.to(rc.policy.output);
+      s.loss = segmentation_loss(s.logits, y);
     }
-    const double loss_value = loss.item<double>();
-    const double f_ms = ms_since(t0);
-    const auto t1 = Clock::now();
-    scaler.scale(loss).backward();
+    s.loss_value = s.loss.item<double>();
+    clock.lap(times.forward);
+    scaler.scale(s.loss).backward();  // the scale is a node in the graph
     if (mw) mw->copy_grads_to_master();
-    const double b_ms = ms_since(t1);
-    const auto t2 = Clock::now();
-    // Where backward stored them: the model's parameters (f16 ones for amp-master).
-    if (sampled) {
-      ProfilePause pause;  // segbench's own statistics are not the step's ops
-      us.layers = stored_gradient_stats(model.named_parameters(), scale_now);
-    }
-    scaler.unscale_(opt);
-    if (monitor) monitor->end_step();  // weight gradients unscaled, before clipping
-    if (step == 0 && !cfg.dump.empty()) dump_first_step(cfg, precision, before, batch, logits, loss, opt_params);
-    std::vector<Tensor> plist;
-    for (auto& [n, p] : opt_params) plist.push_back(p);
-    optim::clip_grad_norm_(plist, cfg.clip);
-    if (sampled) us.step = step;
+    clock.lap(times.backward);
+    hooks.after_backward(s);
+    scaler.unscale_(opt);  // one fused pass: unscale + inf/NaN check
+    hooks.after_unscale(s);
+    optim::clip_grad_norm_(clipped, cfg.clip);
     // Without a scaler a non-finite loss stops the run (below); its NaN update is not applied.
-    const bool stopping = !std::isfinite(loss_value) && !rc.loss_scaling;
-    // The probe copies every parameter to the host; its time is kept out of the step's
-    // timing and out of the op profile.
-    std::optional<UpdateProbe> probe;
-    auto tp = Clock::now();
-    if (!stopping && (sampled || step < kFirstUpdateSteps)) {
-      ProfilePause pause;
-      probe.emplace(opt);
+    s.stopping = !std::isfinite(s.loss_value) && !rc.loss_scaling;
+    if (!s.stopping) {
+      hooks.before_optimizer_step(s);
+      s.result = scaler.step(opt);  // skipped when a gradient is not finite
     }
-    double probe_ms = ms_since(tp);
-    amp::StepResult res = stopping ? amp::StepResult{} : scaler.step(opt);
-    tp = Clock::now();
-    if (probe) {
-      ProfilePause pause;
-      r.updates.push_back(probe->measure(step, res.skipped()));
-    }
-    probe_ms += ms_since(tp);
     scaler.update();
-    if (fallback) {
-      const size_t known = fallback->events().size();
-      fallback->end_step(&res);
-      for (size_t k = known; k < fallback->events().size(); ++k) {
-        const amp::FallbackEvent& e = fallback->events()[k];
-        r.fallback_events.push_back({e.step, e.module, e.reason});
-        if (progress)
-          std::printf("\n%s: step %lld: %s now runs in f32: %s\n", precision.c_str(), static_cast<long long>(e.step),
-                      e.module.c_str(), e.reason.c_str());
-      }
-    }
+    hooks.after_optimizer_step(s);
     if (mw) mw->copy_master_to_model();
     sched.step();
     opt.zero_grad();
     model.zero_grad();
-    const double o_ms = ms_since(t2) - probe_ms;
-    if (profiler) finish_op_profile(*profiler, cfg, precision, step, r.op_profile);
-    if (sampled) {
-      // Weight elements whose update was rounded away (0 on a skipped step: nothing was proposed).
-      if (probe)
-        for (const LayerUpdate& l : r.updates.back().layers)
-          for (LayerStats& ls : us.layers)
-            if (ls.name == l.name) ls.update_lost_fraction = l.unchanged_fraction;
-      r.underflow.push_back(std::move(us));
-    }
-    if (step >= 2) {  // the first steps pay one-time costs
-      t_step.push_back(f_ms + b_ms + o_ms);
-      t_fwd.push_back(f_ms);
-      t_bwd.push_back(b_ms);
-      t_opt.push_back(o_ms);
-    }
-    const bool skipped = res.skipped();
-    if (skipped) {
-      r.skipped_steps.push_back(step);
-      auto bad = res.nonfinite();
-      if (!bad.empty() && r.nonfinite_params.size() < 20) r.nonfinite_params.emplace_back(step, bad);
-      // The training log names the parameters of the first few skipped steps.
-      if (progress && ++skip_lines <= 5)
-        std::printf("\n%s: step %lld: %s\n", precision.c_str(), static_cast<long long>(step), res.summary().c_str());
-    }
-    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    r.curves.step.push_back(step);
-    r.curves.seconds.push_back(secs);
-    r.curves.loss.push_back(loss_value);
-    r.curves.scale.push_back(scale_now);
-    r.curves.lr.push_back(opt.param_groups()[0].lr.value_or(cfg.lr));
-    r.steps_done = step + 1;
-    if (!std::isfinite(loss_value) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
-
-    double dice = NAN;
-    if (cfg.eval_every > 0 && (step + 1) % cfg.eval_every == 0 && step + 1 < cfg.steps) {
-      Metrics m = evaluate(model, val.batches, cfg.eval_subset, input_dtype, rc.autocast);
-      dice = m.dice_mean_fg;
-      r.curves.eval_step.push_back(step + 1);
-      r.curves.eval_seconds.push_back(secs);
-      r.curves.eval_dice.push_back(dice);
-    }
-    if (progress) progress(step, cfg.steps, loss_value, dice, scale_now, (step + 1) * cfg.batch / std::max(secs, 1e-9));
-    if (stopping) {
+    clock.lap(times.optimizer, s.untimed_ms);
+    times.keep(step >= 2);  // the first steps pay one-time costs
+    s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    hooks.after_step(s);
+    if (s.stopping) {
       r.stopped_early = true;
-      r.stop_reason = "non-finite loss (" + std::to_string(loss_value) + ") at step " + std::to_string(step);
+      r.stop_reason = "non-finite loss (" + std::to_string(s.loss_value) + ") at step " + std::to_string(step);
       break;
     }
   }
-  if (next.valid()) next.wait();
-  r.total_seconds = r.curves.seconds.empty() ? 0 : r.curves.seconds.back();
-  r.images_per_s = r.total_seconds > 0 ? static_cast<double>(r.steps_done * cfg.batch) / r.total_seconds : 0;
-  r.step = timing_of(t_step);
-  r.forward = timing_of(t_fwd);
-  r.backward = timing_of(t_bwd);
-  r.optimizer = timing_of(t_opt);
-  if (monitor) {
-    r.numerics_worst = monitor->worst_table(8);
-    r.numerics_jsonl = monitor->jsonl();
-  }
-  for (const UpdateSample& u : r.updates) r.adam_v_flushed_fraction = std::max(r.adam_v_flushed_fraction, u.v_flushed_fraction);
-  r.peak_bytes = memory_stats(device).peak;
-  r.max_rss_bytes = max_rss_bytes();
-
-  std::vector<double> finite;
-  for (double l : r.curves.loss)
-    if (std::isfinite(l)) finite.push_back(l);
-  double fl = 0;
-  const size_t k = std::min<size_t>(10, finite.size());
-  for (size_t i = finite.size() - k; i < finite.size(); ++i) fl += finite[i];
-  r.final_loss = k ? fl / static_cast<double>(k) : NAN;
+  batches.wait();  // the data thread is idle before the final evaluation
+  hooks.after_run();
+  finish_run(r, cfg, times, device);
 
   Metrics m = evaluate(model, val.batches, val.images, input_dtype, rc.autocast, 4);
   r.val_dice = m.dice;
