@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <map>
 
-#include "bench/segbench/json_writer.h"
+#include <nlohmann/json.hpp>
+
+#include "bench/segbench/json_text.h"
 #include "bench/segbench/png.h"
 #include "bench/segbench/report_parts.h"
 #include "bench/segbench/scaling.h"
@@ -25,127 +27,117 @@
 namespace hg::segbench {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 void write_file(const std::string& path, const std::string& text) {
   write_file_atomically(path, {{text.data(), text.size()}});
 }
 
-void timing(JsonWriter& j, std::string_view name, const Timing& t) {
-  j.key(name).begin_object(true).field("median", t.median_ms).field("p90", t.p90_ms).end_object();
+template <class T>
+Json or_null(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
 }
 
-void config_json(JsonWriter& j, const Config& c) {
-  j.key("config").begin_object();
-  j.field("precisions", c.precisions).field("device", c.device).field("profile", c.profile);
-  j.field("steps", c.steps).field("batch", c.batch).field("size", c.size).field("width", c.width);
-  j.field("depth", c.depth).field("seed", c.seed).field("lr", c.lr).field("threads", c.threads);
-  j.field("out", c.out).field("compare", c.compare).field("dump", c.dump);
-  j.field("growth_interval", c.growth_interval).field("val_images", c.val_images);
-  j.field("eval_every", c.eval_every).field("eval_subset", c.eval_subset);
-  j.field("monitor_every", c.monitor_every).field("clip", c.clip).field("progress", c.progress);
-  j.end_object();
+Json timing(const Timing& t) { return {{"median", t.median_ms}, {"p90", t.p90_ms}}; }
+
+Json config_json(const Config& c) {
+  return {{"precisions", c.precisions}, {"device", c.device}, {"profile", c.profile}, {"steps", c.steps},
+          {"batch", c.batch}, {"size", c.size}, {"width", c.width}, {"depth", c.depth}, {"seed", c.seed},
+          {"lr", c.lr}, {"threads", c.threads}, {"out", c.out}, {"compare", c.compare}, {"dump", c.dump},
+          {"growth_interval", c.growth_interval}, {"val_images", c.val_images}, {"eval_every", c.eval_every},
+          {"eval_subset", c.eval_subset}, {"monitor_every", c.monitor_every}, {"clip", c.clip},
+          {"progress", c.progress}};
 }
 
-void run_json(JsonWriter& j, const RunResult& run) {
-  j.begin_object();
-  j.field("precision", run.precision).field("device", run.device).field("description", run.description);
-  j.field("steps_done", run.steps_done).field("stopped_early", run.stopped_early);
-  j.field("stop_reason", run.stop_reason).field("total_seconds", run.total_seconds);
-  j.field("images_per_s", run.images_per_s);
-  j.key("timing_ms").begin_object();
-  timing(j, "step", run.step);
-  timing(j, "forward", run.forward);
-  timing(j, "backward", run.backward);
-  timing(j, "optimizer", run.optimizer);
-  j.end_object();
-  j.field("peak_bytes", run.peak_bytes).field("max_rss_bytes", run.max_rss_bytes);
-  j.field("final_loss", run.final_loss);
-  j.field("val_dice", run.val_dice).field("val_iou", run.val_iou);
-  j.field("val_dice_mean_fg", run.val_dice_mean_fg).field("val_iou_mean_fg", run.val_iou_mean_fg);
-  j.field("steps_to_target", run.steps_to_target);
+Json underflow_json(const UnderflowSample& s) {
+  Json layers = Json::array();
+  for (const LayerStats& l : s.layers)
+    layers.push_back({{"name", l.name}, {"grad_dtype", l.grad_dtype}, {"grad_zero_fraction", l.grad_zero_fraction},
+                      {"grad_underflow_fraction", l.grad_underflow_fraction},
+                      {"grad_subnormal_fraction", l.grad_subnormal_fraction},
+                      {"update_lost_fraction", l.update_lost_fraction}, {"grad_amax", l.grad_amax},
+                      {"grad_norm", l.grad_norm}});
+  const GradientExponents& e = s.logits;
+  Json logits = {{"dtype", e.dtype}, {"scale", e.scale}, {"numel", e.numel}, {"zeros", e.zeros},
+                 {"flush", e.flush}, {"subnormal", e.subnormal}, {"overflow", e.overflow},
+                 {"would_flush", e.would_flush}, {"log2_lo", static_cast<int64_t>(GradientExponents::kLo)},
+                 {"log2_bins", e.bins}};
+  return {{"step", s.step}, {"layers", std::move(layers)}, {"logits_grad", std::move(logits)}};
+}
 
+Json update_json(const UpdateSample& u) {
+  Json layers = Json::array();
+  for (const LayerUpdate& l : u.layers)
+    layers.push_back({{"name", l.name}, {"ratio", l.ratio}, {"unchanged_fraction", l.unchanged_fraction}});
+  return {{"step", u.step}, {"lr", u.lr}, {"skipped", u.skipped}, {"ratio", u.ratio},
+          {"max_layer_ratio", u.max_layer_ratio}, {"max_layer", u.max_layer},
+          {"big_step_fraction", u.big_step_fraction}, {"grad_zero_fraction", u.grad_zero_fraction},
+          {"v_lost_fraction", u.v_lost_fraction}, {"v_lost_share", u.v_lost_share},
+          {"eps_only_fraction", u.eps_only_fraction}, {"eps_only_share", u.eps_only_share},
+          {"eps_only_mean_step", u.eps_only_mean_step}, {"v_flushed_fraction", u.v_flushed_fraction},
+          {"layers", std::move(layers)}};
+}
+
+Json run_json(const RunResult& run) {
+  Json j;  // an object; keys in the order given
+  j["precision"] = run.precision;
+  j["device"] = run.device;
+  j["description"] = run.description;
+  j["steps_done"] = run.steps_done;
+  j["stopped_early"] = run.stopped_early;
+  j["stop_reason"] = run.stop_reason;
+  j["total_seconds"] = run.total_seconds;
+  j["images_per_s"] = run.images_per_s;
+  j["timing_ms"] = {{"step", timing(run.step)}, {"forward", timing(run.forward)}, {"backward", timing(run.backward)},
+                    {"optimizer", timing(run.optimizer)}};
+  j["peak_bytes"] = run.peak_bytes;
+  j["max_rss_bytes"] = run.max_rss_bytes;
+  j["final_loss"] = run.final_loss;
+  j["val_dice"] = run.val_dice;
+  j["val_iou"] = run.val_iou;
+  j["val_dice_mean_fg"] = run.val_dice_mean_fg;
+  j["val_iou_mean_fg"] = run.val_iou_mean_fg;
+  j["steps_to_target"] = or_null(run.steps_to_target);
   const Curves& c = run.curves;
-  j.key("curves").begin_object();
-  j.field("step", c.step).field("seconds", c.seconds).field("loss", c.loss).field("scale", c.scale);
-  j.field("lr", c.lr).field("eval_step", c.eval_step).field("eval_seconds", c.eval_seconds);
-  j.field("eval_dice", c.eval_dice);
-  j.end_object();
-
-  j.field("skipped_steps", run.skipped_steps).field("first_nonfinite_step", run.first_nonfinite_step);
-  j.key("nonfinite_params").begin_array();
+  j["curves"] = {{"step", c.step}, {"seconds", c.seconds}, {"loss", c.loss}, {"scale", c.scale}, {"lr", c.lr},
+                 {"eval_step", c.eval_step}, {"eval_seconds", c.eval_seconds}, {"eval_dice", c.eval_dice}};
+  j["skipped_steps"] = run.skipped_steps;
+  j["first_nonfinite_step"] = or_null(run.first_nonfinite_step);
+  Json& nonfinite = j["nonfinite_params"] = Json::array();
   for (const auto& [step, params] : run.nonfinite_params) {
-    j.begin_object().field("step", step).key("params").begin_array();
-    for (const auto& [name, count] : params)
-      j.begin_object(true).field("name", name).field("count", count).end_object();
-    j.end_array().end_object();
+    Json names = Json::array();
+    for (const auto& [name, count] : params) names.push_back({{"name", name}, {"count", count}});
+    nonfinite.push_back({{"step", step}, {"params", std::move(names)}});
   }
-  j.end_array();
-  j.key("underflow").begin_array();
-  for (const UnderflowSample& s : run.underflow) {
-    j.begin_object().field("step", s.step).key("layers").begin_array();
-    for (const LayerStats& l : s.layers)
-      j.begin_object(true)
-          .field("name", l.name)
-          .field("grad_dtype", l.grad_dtype)
-          .field("grad_zero_fraction", l.grad_zero_fraction)
-          .field("grad_underflow_fraction", l.grad_underflow_fraction)
-          .field("grad_subnormal_fraction", l.grad_subnormal_fraction)
-          .field("update_lost_fraction", l.update_lost_fraction)
-          .field("grad_amax", l.grad_amax)
-          .field("grad_norm", l.grad_norm)
-          .end_object();
-    j.end_array();
-    const GradientExponents& e = s.logits;
-    j.key("logits_grad").begin_object(true).field("dtype", e.dtype).field("scale", e.scale).field("numel", e.numel);
-    j.field("zeros", e.zeros).field("flush", e.flush).field("subnormal", e.subnormal).field("overflow", e.overflow);
-    j.field("would_flush", e.would_flush).field("log2_lo", static_cast<int64_t>(GradientExponents::kLo));
-    j.field("log2_bins", e.bins).end_object();
-    j.end_object();
-  }
-  j.end_array();
-  j.key("updates").begin_array();
-  for (const UpdateSample& u : run.updates) {
-    j.begin_object().field("step", u.step).field("lr", u.lr).field("skipped", u.skipped).field("ratio", u.ratio);
-    j.field("max_layer_ratio", u.max_layer_ratio).field("max_layer", u.max_layer);
-    j.field("big_step_fraction", u.big_step_fraction).field("grad_zero_fraction", u.grad_zero_fraction);
-    j.field("v_lost_fraction", u.v_lost_fraction).field("v_lost_share", u.v_lost_share);
-    j.field("eps_only_fraction", u.eps_only_fraction).field("eps_only_share", u.eps_only_share);
-    j.field("eps_only_mean_step", u.eps_only_mean_step).field("v_flushed_fraction", u.v_flushed_fraction);
-    j.key("layers").begin_array();
-    for (const LayerUpdate& l : u.layers)
-      j.begin_object(true).field("name", l.name).field("ratio", l.ratio).field("unchanged_fraction", l.unchanged_fraction).end_object();
-    j.end_array().end_object();
-  }
-  j.end_array();
-  j.key("fallback_events").begin_array();
+  Json& underflow = j["underflow"] = Json::array();
+  for (const UnderflowSample& s : run.underflow) underflow.push_back(underflow_json(s));
+  Json& updates = j["updates"] = Json::array();
+  for (const UpdateSample& u : run.updates) updates.push_back(update_json(u));
+  Json& fallbacks = j["fallback_events"] = Json::array();
   for (const FallbackEvent& e : run.fallback_events)
-    j.begin_object(true).field("step", e.step).field("module", e.module).field("reason", e.reason).end_object();
-  j.end_array();
-  j.key("dtypes").begin_object(true).field("params", run.params_dtype).field("activations", run.activations_dtype);
-  j.field("grads", run.grads_dtype).field("optimizer_state", run.optimizer_state_dtype).end_object();
-  j.field("optimizer_name", run.optimizer_name).field("cpu_isa", run.cpu_isa);
-  j.field("diagnosis", run.diagnosis);
-  j.field("numerics_worst", run.numerics_worst);
-  j.field("adam_v_flushed_fraction", run.adam_v_flushed_fraction);
-  j.end_object();
+    fallbacks.push_back({{"step", e.step}, {"module", e.module}, {"reason", e.reason}});
+  j["dtypes"] = {{"params", run.params_dtype}, {"activations", run.activations_dtype}, {"grads", run.grads_dtype},
+                 {"optimizer_state", run.optimizer_state_dtype}};
+  j["optimizer_name"] = run.optimizer_name;
+  j["cpu_isa"] = run.cpu_isa;
+  j["diagnosis"] = run.diagnosis;
+  j["numerics_worst"] = run.numerics_worst;
+  j["adam_v_flushed_fraction"] = run.adam_v_flushed_fraction;
+  return j;
 }
 
 std::string json_report(const Report& r) {
-  JsonWriter j;
-  j.begin_object();
-  config_json(j, r.config);
+  Json j;
+  j["config"] = config_json(r.config);
   const Machine& m = r.machine;
-  j.key("machine").begin_object();
-  j.field("cpu_model", m.cpu_model).field("threads", m.threads).field("gpu", m.gpu);
-  j.field("compiler", m.compiler).field("build_type", m.build_type);
-  j.field("ranks", m.ranks).field("scaling", scaling_line(r));  // runs' images_per_s are per rank
-  j.end_object();
-  j.field("target_dice", r.target_dice);
-  j.key("runs").begin_array();
-  for (const RunResult& run : r.runs) run_json(j, run);
-  j.end_array();
-  if (!r.compare_text.empty()) j.field("compare_text", r.compare_text);
-  j.end_object();
-  return j.str() + "\n";
+  j["machine"] = {{"cpu_model", m.cpu_model}, {"threads", m.threads}, {"gpu", m.gpu}, {"compiler", m.compiler},
+                  {"build_type", m.build_type}, {"ranks", m.ranks},
+                  {"scaling", scaling_line(r)}};  // runs' images_per_s are per rank
+  j["target_dice"] = r.target_dice;
+  Json& runs = j["runs"] = Json::array();
+  for (const RunResult& run : r.runs) runs.push_back(run_json(run));
+  if (!r.compare_text.empty()) j["compare_text"] = r.compare_text;
+  return json_text(j) + "\n";
 }
 
 // Spreadsheets and pandas read nan/inf; an empty cell means "not measured at this step".

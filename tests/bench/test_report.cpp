@@ -1,6 +1,6 @@
 // segbench's report writers on a synthetic three-run report (a NaN that stops fp16, skipped
 // steps under loss scaling, underflow samples): every file is written and well formed, and
-// the JSON writer and SVG plots handle escaping, NaN and log2 axes.
+// report.json's layout and the SVG plots handle escaping, NaN and log2 axes.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -12,7 +12,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "bench/segbench/json_writer.h"
+#include <nlohmann/json.hpp>
+
+#include "bench/segbench/json_text.h"
 #include "bench/segbench/report.h"
 #include "tools/svg_plot.h"
 #include "framework/error.h"
@@ -357,28 +359,28 @@ TEST_CASE("report: an unwritable folder is an hg::Error", "[report]") {
   CHECK_THROWS_AS(write_report(make_report(), (tmp.path / "a_file").string()), hg::Error);
 }
 
-TEST_CASE("json writer: escaping, NaN as null, nesting and misuse", "[report]") {
-  CHECK(json_quote("a\"b\\c\nd\te\x01\x1f") == "\"a\\\"b\\\\c\\nd\\te\\u0001\\u001f\"");
-  CHECK(json_quote("\u00e9\u2192") == "\"\u00e9\u2192\"");
-  CHECK(json_number(NAN) == "null");
-  CHECK(json_number(-INFINITY) == "null");
-  CHECK(json_number(0.1) == "0.1");
-  CHECK(json_number(1e-300) == "1e-300");
-
-  JsonWriter j;
-  j.begin_object().field("a", std::vector<double>{1, NAN, 2.5}).field("s", "x\"y").field("n", std::optional<int64_t>{});
-  j.key("o").begin_array().begin_object(true).field("t", true).end_object().begin_array().end_array().end_array();
-  j.end_object();
-  CHECK(valid_json(j.str()));
-  CHECK(j.str().find("\"a\": [1, null, 2.5]") != std::string::npos);
-  CHECK(j.str().find("\"n\": null") != std::string::npos);
-  CHECK(j.str().find("[\n    {\"t\": true},\n    []\n  ]") != std::string::npos);
-
-  JsonWriter bad;
-  bad.begin_object();
-  CHECK_THROWS_AS(bad.value(1.0), hg::Error);  // no key
-  CHECK_THROWS_AS(bad.end_array(), hg::Error);
-  CHECK_THROWS_AS(bad.str(), hg::Error);  // still open
+TEST_CASE("report.json text: escaping, NaN as null, flat containers on one line", "[report]") {
+  using Json = nlohmann::ordered_json;
+  Json j;
+  j["a"] = std::vector<double>{1, NAN, 2.5, -INFINITY};
+  j["s"] = "a\"b\\c\nd\te\x01\x1f \u00e9\u2192";
+  j["n"] = nullptr;
+  j["o"] = Json::array({Json{{"t", true}, {"k", 3}}, Json::array(), Json{{"v", {1, 2}}}});
+  j["section"] = {{"x", 1}, {"y", "z"}};
+  j["bad"] = std::string("\xff");
+  const std::string text = json_text(j);
+  CHECK(valid_json(text));
+  CHECK(text.rfind("{\n  \"a\": [1.0, null, 2.5, null],\n  \"s\": ", 0) == 0);  // keys in the order given
+  CHECK(text.find(R"("s": "a\"b\\c\nd\te\u0001\u001f )" "\u00e9\u2192\"") != std::string::npos);
+  CHECK(text.find("\"n\": null") != std::string::npos);
+  // A flat record on one line, an empty array, and an object holding an array spread out.
+  CHECK(text.find("\"o\": [\n    {\"t\": true, \"k\": 3},\n    [],\n    {\n      \"v\": [1, 2]\n    }\n  ]") !=
+        std::string::npos);
+  // The top object's sections are listed key by key even when flat.
+  CHECK(text.find("\"section\": {\n    \"x\": 1,\n    \"y\": \"z\"\n  }") != std::string::npos);
+  CHECK(text.find("\"bad\": \"\xef\xbf\xbd\"") != std::string::npos);  // invalid UTF-8 becomes U+FFFD
+  CHECK(text.back() == '}');
+  CHECK(Json::parse(text)["a"][1].is_null());
 }
 
 TEST_CASE("svg plot: NaN points break the line, log2 axis, markers", "[report]") {
