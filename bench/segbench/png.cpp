@@ -1,107 +1,40 @@
-// PNG encoding with stored (uncompressed) deflate blocks, CRC32 and Adler32 computed here,
-// and the prediction grid. Files are written to a temporary name and renamed, so a
-// reader never sees half a PNG.
+// PNG encoding through stb_image_write (Debian's libstb-dev; this file holds its
+// implementation) and the prediction grid. Files are written to a temporary name and
+// renamed, so a reader never sees half a PNG.
 #include "bench/segbench/png.h"
 
-#include "framework/serialize/atomic_write.h"
-
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
 #include "framework/error.h"
+#include "framework/serialize/atomic_write.h"
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STB_IMAGE_WRITE_STATIC  // its functions stay private to this file
+#define STBI_WRITE_NO_STDIO     // bytes go to memory, then through write_file_atomically
+#include <stb/stb_image_write.h>
 
 namespace hg::segbench {
-namespace {
-
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t n = 0; n < 256; ++n) {
-    uint32_t c = n;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[n] = c;
-  }
-  return t;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
-
-uint32_t crc32(const uint8_t* data, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) c = kCrcTable[(c ^ data[i]) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-uint32_t adler32(const std::vector<uint8_t>& data) {
-  uint32_t a = 1, b = 0;
-  for (uint8_t v : data) {
-    a = (a + v) % 65521;
-    b = (b + a) % 65521;
-  }
-  return (b << 16) | a;
-}
-
-void put_u32_be(std::vector<uint8_t>& out, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<uint8_t>(v >> s));
-}
-
-void put_chunk(std::vector<uint8_t>& out, const char type[4], const std::vector<uint8_t>& body) {
-  put_u32_be(out, static_cast<uint32_t>(body.size()));
-  const size_t start = out.size();
-  out.insert(out.end(), type, type + 4);
-  out.insert(out.end(), body.begin(), body.end());
-  put_u32_be(out, crc32(out.data() + start, out.size() - start));
-}
-
-// A zlib stream of stored deflate blocks (at most 65535 bytes each).
-std::vector<uint8_t> zlib_stored(const std::vector<uint8_t>& raw) {
-  std::vector<uint8_t> z{0x78, 0x01};  // deflate, 32 KiB window, no preset dictionary
-  size_t pos = 0;
-  do {
-    const size_t len = std::min<size_t>(65535, raw.size() - pos);
-    const bool last = pos + len == raw.size();
-    z.push_back(last ? 1 : 0);  // BFINAL, BTYPE = 00 (stored), padded to the byte
-    z.push_back(static_cast<uint8_t>(len));
-    z.push_back(static_cast<uint8_t>(len >> 8));
-    z.push_back(static_cast<uint8_t>(~len));
-    z.push_back(static_cast<uint8_t>(~len >> 8));
-    z.insert(z.end(), raw.begin() + pos, raw.begin() + pos + len);
-    pos += len;
-  } while (pos < raw.size());
-  put_u32_be(z, adler32(raw));
-  return z;
-}
-
-}  // namespace
 
 std::vector<uint8_t> encode_png(const Image8& image) {
   HG_CHECK(image.channels == 1 || image.channels == 3, "encode_png: channels must be 1 (gray) or 3 (RGB), got ",
            image.channels);
-  HG_CHECK(image.width > 0 && image.height > 0 && image.width <= 0x7FFFFFFF && image.height <= 0x7FFFFFFF,
-           "encode_png: width and height must be in [1, 2^31 - 1], got ", image.width, " x ", image.height);
+  // stb_image_write takes int sizes and row strides.
+  HG_CHECK(image.width > 0 && image.height > 0 && image.width * image.channels <= 0x7FFFFFFF &&
+               image.height <= 0x7FFFFFFF,
+           "encode_png: width and height must be positive and a row at most 2^31 - 1 bytes, got ", image.width, " x ",
+           image.height, " x ", image.channels);
   const size_t row = static_cast<size_t>(image.width) * image.channels;
   HG_CHECK(image.pixels.size() == row * image.height, "encode_png: a ", image.width, " x ", image.height, " x ",
            image.channels, " image needs ", row * image.height, " bytes, got ", image.pixels.size());
-
-  std::vector<uint8_t> raw;  // each row behind filter type 0 (none)
-  raw.reserve((row + 1) * image.height);
-  for (int64_t y = 0; y < image.height; ++y) {
-    raw.push_back(0);
-    raw.insert(raw.end(), image.pixels.begin() + y * row, image.pixels.begin() + (y + 1) * row);
-  }
-
-  std::vector<uint8_t> png{0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  std::vector<uint8_t> ihdr;
-  put_u32_be(ihdr, static_cast<uint32_t>(image.width));
-  put_u32_be(ihdr, static_cast<uint32_t>(image.height));
-  // Bit depth 8; colour type 0 gray or 2 RGB; deflate; filter set 0; no interlace.
-  ihdr.insert(ihdr.end(), {8, static_cast<uint8_t>(image.channels == 1 ? 0 : 2), 0, 0, 0});
-  put_chunk(png, "IHDR", ihdr);
-  put_chunk(png, "IDAT", zlib_stored(raw));
-  put_chunk(png, "IEND", {});
+  std::vector<uint8_t> png;
+  auto append = [](void* out, void* data, int n) {
+    auto* bytes = static_cast<const uint8_t*>(data);
+    static_cast<std::vector<uint8_t>*>(out)->insert(static_cast<std::vector<uint8_t>*>(out)->end(), bytes, bytes + n);
+  };
+  const int ok = stbi_write_png_to_func(append, &png, static_cast<int>(image.width), static_cast<int>(image.height),
+                                        image.channels, image.pixels.data(), static_cast<int>(row));
+  HG_CHECK(ok != 0 && !png.empty(), "encode_png: stb_image_write could not encode the ", image.width, " x ",
+           image.height, " image (out of memory?)");
   return png;
 }
 

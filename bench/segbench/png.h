@@ -1,5 +1,5 @@
-// A tiny PNG writer (8-bit gray or RGB, zlib "stored" blocks: no zlib dependency) and the
-// grid of sample predictions the segmentation benchmark writes into its report.
+// PNG files (8-bit gray or RGB, encoded by stb_image_write) and the grid of sample
+// predictions the segmentation benchmark writes into its report.
 #pragma once
 #include <array>
 #include <cstdint>
