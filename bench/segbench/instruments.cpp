@@ -139,7 +139,7 @@ void CurveRecorder::after_step(StepState& s) {
   c.seconds.push_back(s.seconds);
   c.loss.push_back(s.loss_value);
   c.scale.push_back(s.scale);
-  c.lr.push_back(opt_.param_groups()[0].lr.value_or(lr_));  // after the scheduler's step, as before
+  c.lr.push_back(opt_.param_groups()[0].lr.value_or(lr_));  // after sched.step(): the next step's lr
   run_.steps_done = s.step + 1;
   if (!std::isfinite(s.loss_value) && !run_.first_nonfinite_step) run_.first_nonfinite_step = s.step;
 }
@@ -147,7 +147,6 @@ void CurveRecorder::after_step(StepState& s) {
 void PeriodicEval::after_step(StepState& s) {
   if ((s.step + 1) % cfg_.eval_every != 0 || s.step + 1 >= cfg_.steps) return;
   Metrics m = evaluate(model_, val_.batches, cfg_.eval_subset, input_dtype_, compute_);
-  s.evaluated = true;
   s.dice = m.dice_mean_fg;
   run_.curves.eval_step.push_back(s.step + 1);
   run_.curves.eval_seconds.push_back(s.seconds);

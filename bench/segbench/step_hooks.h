@@ -25,8 +25,7 @@ struct StepState {
   bool stopping = false;        // non-finite loss without a scaler: no update, the run ends
   amp::StepResult result{};     // after the optimizer step (empty when stopping)
   double seconds = 0;           // since training started, at the end of the step
-  bool evaluated = false;       // a validation pass ran after this step
-  double dice = NAN;            // its mean foreground Dice
+  double dice = NAN;            // mean foreground validation Dice, when evaluated after this step
   double untimed_ms = 0;        // time instruments spent inside the optimizer phase, left out of its timing
 };
 
@@ -40,7 +39,7 @@ class StepHook {
   virtual void after_unscale(StepState&) {}        // gradients unscaled, not yet clipped
   virtual void before_optimizer_step(StepState&) {}  // clipped; not called when stopping
   virtual void after_optimizer_step(StepState&) {}   // after scaler.step and scaler.update
-  virtual void after_step(StepState&) {}           // gradients zeroed, timed, evaluated
+  virtual void after_step(StepState&) {}           // gradients zeroed, the step timed
   virtual void after_run() {}                      // the loop has ended
 };
 
