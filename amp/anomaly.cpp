@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "amp/tensor_stats.h"
 #include "framework/autograd.h"
@@ -12,9 +15,35 @@
 
 namespace hg::amp {
 
+// The forward inputs' max |x| of every node recorded under detection, for the backward
+// message. Keyed by node; the weak reference tells a live node from a freed one whose
+// address a new node reuses. Owned by the outermost DetectAnomaly of the thread.
+struct InputAmaxTable {
+  struct Entry {
+    std::weak_ptr<const Node> node;
+    std::vector<double> amax;
+  };
+  std::unordered_map<const Node*, Entry> entries;
+  size_t prune_at = 1024;  // drops the freed nodes' entries when the table reaches this size
+
+  void put(Node* node, std::vector<double> amax) {
+    if (entries.size() >= prune_at) {
+      std::erase_if(entries, [](const auto& kv) { return kv.second.node.expired(); });
+      prune_at = std::max<size_t>(1024, 2 * entries.size());
+    }
+    entries[node] = Entry{node->weak_from_this(), std::move(amax)};
+  }
+  const std::vector<double>* find(const Node& node) const {
+    auto it = entries.find(&node);
+    if (it == entries.end() || it->second.node.lock().get() != &node) return nullptr;
+    return &it->second.amax;
+  }
+};
+
 namespace {
 thread_local bool t_active = false;
 thread_local AnomalyOptions t_options;
+thread_local InputAmaxTable* t_table = nullptr;
 
 // The checks run ops themselves (contiguous copies, the statistics): those must not
 // be checked again.
@@ -77,14 +106,14 @@ void on_forward(const char* op, Node* node, const std::vector<Tensor*>& outputs,
     amax[i] = in_stats[i].amax;
     inputs_finite = inputs_finite && in_stats[i].nonfinite() == 0;
   }
-  if (node) node->input_amax = amax;
+  if (node && t_table) t_table->put(node, amax);
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Tensor& y = *outputs[o];
     if (!y.defined() || !is_floating(y.dtype())) continue;
     const TensorStats s = tensor_stats(y);
     const std::string bad = fault(s, y.dtype());
     if (bad.empty()) continue;
-    std::string msg = where(op, node ? node->module_path : autograd::current_module_path(), "forward") + " produced " +
+    std::string msg = where(op, node ? node->module_path() : autograd::current_module_path(), "forward") + " produced " +
                       bad + " in " + dtype_name(y.dtype()) + " (output " + std::to_string(o) + ", shape " +
                       shape_str(y.shape()) + ", " + std::to_string(s.numel) + " elements); inputs:";
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -107,7 +136,7 @@ void on_backward(Node& node, const TensorList& grad_inputs, const TensorList& gr
     const TensorStats s = tensor_stats(g);
     const std::string bad = fault(s, g.dtype());
     if (bad.empty()) continue;
-    std::string msg = where(node.name().c_str(), node.module_path, "backward") + " produced " + bad + " in " +
+    std::string msg = where(node.name().c_str(), node.module_path(), "backward") + " produced " + bad + " in " +
                       dtype_name(g.dtype()) + " (the gradient for input " + std::to_string(i) + ", shape " +
                       shape_str(g.shape()) + ")";
     double in_amax = 0;
@@ -120,10 +149,11 @@ void on_backward(Node& node, const TensorList& grad_inputs, const TensorList& gr
       incoming_finite = incoming_finite && gs.nonfinite() == 0;
     }
     double fwd_amax = 0;
-    for (double a : node.input_amax) fwd_amax = std::max(fwd_amax, a);
-    if (!node.input_amax.empty()) {
+    const std::vector<double>* input_amax = t_table ? t_table->find(node) : nullptr;
+    if (input_amax && !input_amax->empty()) {
+      for (double a : *input_amax) fwd_amax = std::max(fwd_amax, a);
       msg += "; forward inputs amax";
-      for (double a : node.input_amax) msg += " " + sci(a);
+      for (double a : *input_amax) msg += " " + sci(a);
     }
     if (!incoming_finite)
       msg += "; the incoming gradient was already non-finite: the fault is further down the graph";
@@ -138,6 +168,10 @@ void on_backward(Node& node, const TensorList& grad_inputs, const TensorList& gr
 DetectAnomaly::DetectAnomaly(AnomalyOptions options) : saved_(t_options), was_active_(t_active) {
   autograd::set_forward_observer(&on_forward);
   autograd::set_backward_observer(&on_backward);
+  if (!t_table) {
+    table_ = std::make_unique<InputAmaxTable>();
+    t_table = table_.get();
+  }
   t_options = options;
   t_active = true;
 }
@@ -145,6 +179,7 @@ DetectAnomaly::DetectAnomaly(AnomalyOptions options) : saved_(t_options), was_ac
 DetectAnomaly::~DetectAnomaly() {
   t_options = saved_;
   t_active = was_active_;
+  if (table_) t_table = nullptr;
 }
 
 bool DetectAnomaly::active() { return t_active; }

@@ -6,8 +6,11 @@
 //   amax 6.1e+04 x forward input amax 3.2 = 2e+05 exceeds the f16 max 65504
 // Each check reads the device back (a synchronisation per op): a debugging mode.
 #pragma once
+#include <memory>
 
 namespace hg::amp {
+
+struct InputAmaxTable;
 
 struct AnomalyOptions {
   // Also report finite values beyond the f16 range (|x| > 65504) in f32/f64 tensors:
@@ -27,6 +30,9 @@ class DetectAnomaly {
  private:
   AnomalyOptions saved_;
   bool was_active_;
+  // The outermost guard of a thread owns the forward statistics backward messages cite
+  // (nested guards share it); they go when it ends.
+  std::unique_ptr<InputAmaxTable> table_;
 };
 
 }  // namespace hg::amp

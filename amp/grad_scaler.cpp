@@ -1,16 +1,13 @@
-// GradScaler: the scale node, the fused unscale/check, skipping, the scale update, the
-// guard against clipping gradients that still carry the scale, and its state dict.
+// GradScaler: the scale node (whose mark tells clipping the gradients still carry the
+// scale), the fused unscale/check, skipping, the scale update and its state dict.
 #include "amp/grad_scaler.h"
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
-#include <unordered_set>
 #include <utility>
 
 #include "framework/autograd.h"
 #include "framework/warning.h"
-#include "optim/clip_grad.h"
 #include "ops/amp_kernels.h"
 #include "ops/concat.h"
 #include "ops/copy.h"
@@ -25,30 +22,6 @@ DispatchStub<void(const ScaleState&, const Tensor&, const ScaleUpdateParams&)> u
 namespace hg::amp {
 
 namespace {
-
-// Live scalers, for the clip guard (a process usually has one or two). Lock order:
-// g_mu, then a scaler's own lock.
-std::mutex g_mu;
-std::vector<GradScaler*> g_scalers;
-
-// The leaves a loss depends on: the AccumulateGrad nodes its graph reaches (iteratively).
-std::vector<std::shared_ptr<TensorImpl>> leaves_reached(const Tensor& loss) {
-  std::vector<std::shared_ptr<TensorImpl>> leaves;
-  if (loss.is_leaf()) {
-    if (loss.requires_grad()) leaves.push_back(loss.impl_ptr());
-    return leaves;
-  }
-  std::vector<Node*> stack{loss.grad_fn().get()};
-  std::unordered_set<Node*> seen{stack.back()};
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) leaves.push_back(acc->leaf);
-    for (const Edge& e : n->next_edges)
-      if (e.node && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
-  }
-  return leaves;
-}
 
 // A loss scale, growth factor or interval as a checked number: a defined one-element
 // tensor of an allowed kind. Throws naming the entry otherwise.
@@ -83,33 +56,6 @@ void check_tracker(const StateDict& sd, const std::string& key, int64_t lo, int6
 }
 
 }  // namespace
-
-void GradScaler::refuse_scaled_clipping(const std::vector<Tensor>& params) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (const GradScaler* s : g_scalers) {
-    std::lock_guard<std::mutex> own(s->scaled_mu_);
-    for (const Tensor& p : params) {
-      if (!p.defined() || !p.grad().defined()) continue;
-      auto it = s->scaled_.find(p.impl());
-      if (it == s->scaled_.end() || it->second.expired()) continue;
-      throw Error(detail::concat(
-          "clipping gradients that are still multiplied by the loss scale S = ", s->scaled_at_.item<double>(),
-          " (parameter '", p.name(), "'): the threshold would apply to S x grad, so it would fire on every step and "
-          "mean nothing (with SGD the step would also be ~S times too small; Adam's m/sqrt(v) largely cancels S). "
-          "Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
-    }
-  }
-}
-
-void hand_over_scaled_grad(const Tensor& from, const Tensor& to) {
-  if (!from.defined() || !to.defined() || from.is_same(to)) return;
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (GradScaler* s : g_scalers) {
-    if (!s->holds_scaled_grad(from)) continue;
-    std::lock_guard<std::mutex> own(s->scaled_mu_);
-    s->scaled_[to.impl()] = to.impl_ptr();
-  }
-}
 
 bool StepResult::skipped() const { return found_inf.defined() && found_inf.item<double>() != 0.0; }
 double StepResult::scale_value() const { return scale.defined() ? scale.item<double>() : 1.0; }
@@ -158,16 +104,9 @@ GradScaler::GradScaler(GradScalerOptions o, Device device) : opt_(o), device_(de
   growth_tracker_ = zeros({}, {i64, device});
   hysteresis_tracker_ = full({}, static_cast<double>(o.hysteresis), {i64, device});
   skip_streak_ = zeros({}, {i64, device});
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_scalers.push_back(this);
-  optim::set_clip_guard(&GradScaler::refuse_scaled_clipping);
 }
 
-GradScaler::~GradScaler() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  std::erase(g_scalers, this);
-  if (g_scalers.empty()) optim::set_clip_guard(nullptr);
-}
+GradScaler::~GradScaler() = default;
 
 Tensor GradScaler::scale(const Tensor& loss) {
   if (!opt_.enabled) return loss;
@@ -180,22 +119,12 @@ Tensor GradScaler::scale(const Tensor& loss) {
     NoGrad ng;
     y = l32 * scale_;
   }
-  autograd::record("scale_loss", {l32}, y, [s = scale_](const Tensor& g) { return TensorList{g * s}; });
-  const std::vector<std::shared_ptr<TensorImpl>> leaves = leaves_reached(y);
-  Tensor at;
-  {
+  if (!mark_) {
     NoGrad ng;
-    at = scale_.clone();
+    mark_ = std::make_shared<LossScaleMark>(LossScaleMark{scale_.clone()});
   }
-  std::lock_guard<std::mutex> lock(scaled_mu_);
-  for (const auto& leaf : leaves) scaled_[leaf.get()] = leaf;
-  scaled_at_ = at;
+  autograd::record_scaled("scale_loss", l32, y, [s = scale_](const Tensor& g) { return TensorList{g * s}; }, mark_);
   return y;
-}
-
-void GradScaler::forget_scaled(optim::Optimizer& opt) {
-  std::lock_guard<std::mutex> lock(scaled_mu_);
-  for (auto& [name, p] : opt.named_parameters()) scaled_.erase(p.impl());
 }
 
 void GradScaler::unscale_(optim::Optimizer& opt) {
@@ -219,7 +148,11 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
              "(amp-master, amp::MasterWeights) or f32 parameters (amp) so the optimizer sees f32 gradients");
     HG_CHECK(p.grad().device() == device_, "GradScaler.unscale_: parameter '", name, "' has its gradient on ",
              p.grad().device(), " but the scaler is on ", device_);
-    if (!p.grad().is_contiguous()) p.set_grad(p.grad().contiguous());
+    if (!p.grad().is_contiguous()) {
+      const auto mark = autograd::loss_scale_of(p.grad());
+      p.set_grad(p.grad().contiguous());
+      autograd::set_loss_scale(p.grad(), mark);
+    }
     grads.push_back(p.grad());
     names.push_back(name);
     numels.push_back(p.numel());
@@ -242,7 +175,9 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   if (found_inf_reducer_) found_inf_reducer_(st.result.found_inf);
   for (const Tensor& g : grads) g.bump_version();  // unscaled in place
   st.stage = Stage::unscaled;
-  forget_scaled(opt);
+  // Only this scaler's mark: a gradient another scaler marked still carries its scale.
+  for (const Tensor& g : grads)
+    if (mark_ && autograd::loss_scale_of(g) == mark_) autograd::set_loss_scale(g, nullptr);
 }
 
 StepResult GradScaler::step(optim::Optimizer& opt) {
@@ -286,10 +221,7 @@ void GradScaler::update() {
   }
   per_opt_.clear();
   scaled_since_update_ = false;
-  {
-    std::lock_guard<std::mutex> lock(scaled_mu_);
-    scaled_.clear();
-  }
+  mark_.reset();
   if (finished.read.started()) check_skip_streak(finished);
 }
 
@@ -300,8 +232,7 @@ void GradScaler::update(double new_scale) {
   fill_(scale_, new_scale);
   per_opt_.clear();
   scaled_since_update_ = false;
-  std::lock_guard<std::mutex> lock(scaled_mu_);
-  scaled_.clear();
+  mark_.reset();
 }
 
 void GradScaler::start_streak_read() {
@@ -351,11 +282,7 @@ void GradScaler::report_skip_streak(int64_t streak, double scale, const Tensor& 
 double GradScaler::get_scale() const { return opt_.enabled ? scale_.item<double>() : 1.0; }
 
 bool GradScaler::holds_scaled_grad(const Tensor& param) const {
-  if (!param.defined()) return false;
-  std::lock_guard<std::mutex> lock(scaled_mu_);
-  auto it = scaled_.find(param.impl());
-  // An expired entry is a freed leaf whose address was reused: not the one scaled.
-  return it != scaled_.end() && !it->second.expired();
+  return mark_ && param.defined() && autograd::loss_scale_of(param.grad()) == mark_;
 }
 
 StateDict GradScaler::state_dict() const {

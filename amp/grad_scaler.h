@@ -16,13 +16,12 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "framework/async_read.h"
+#include "framework/autograd.h"
 #include "optim/optimizer.h"
 #include "framework/state_dict.h"
 
@@ -77,8 +76,9 @@ class GradScaler {
   GradScaler(const GradScaler&) = delete;
   GradScaler& operator=(const GradScaler&) = delete;
 
-  // loss * scale, recorded as a graph node ("scale_loss"); the result is f32. The leaves
-  // the loss depends on are remembered: their gradients will carry the scale.
+  // loss * scale, recorded as a graph node ("scale_loss"); the result is f32. O(1): the
+  // graph is not walked. Backward from it marks every leaf gradient it reaches as
+  // carrying the scale (LossScaleMark), which clipping refuses until unscale_.
   Tensor scale(const Tensor& loss);
   // Multiplies every gradient of `opt` by 1/scale and checks them for inf/NaN in one
   // pass; once per optimizer between update()s. f16 gradients are refused (keep f32
@@ -102,10 +102,9 @@ class GradScaler {
   bool is_enabled() const { return opt_.enabled; }
   const GradScalerOptions& options() const { return opt_; }
 
-  // True when `param`'s gradient carries this scaler's scale: param was reached from a
-  // loss given to scale() (or had such a gradient handed to it, see hand_over_scaled_grad)
-  // and the optimizer owning it has not been unscaled since. Safe to call from any
-  // thread (the clipping guard asks every live scaler).
+  // True when `param`'s gradient carries this scaler's scale: backward from a loss given
+  // to scale() since the last update() reached param (or MasterWeights copied such a
+  // gradient to it), and the optimizer owning it has not been unscaled since.
   bool holds_scaled_grad(const Tensor& param) const;
 
   // Data-parallel training: called with each optimizer's found-inf flag (0-d f32) as soon
@@ -133,11 +132,6 @@ class GradScaler {
     Stage stage = Stage::ready;
     StepResult result;
   };
-  friend void hand_over_scaled_grad(const Tensor& from, const Tensor& to);
-  void forget_scaled(optim::Optimizer& opt);
-  // The clipping guard installed while any scaler lives: refuses the parameters whose
-  // gradients some live scaler holds scaled.
-  static void refuse_scaled_clipping(const std::vector<Tensor>& params);
 
   // The skip-streak watch: reads the streak and the last step's non-finite counts back
   // without waiting, and reports a run of skipped steps once.
@@ -159,17 +153,10 @@ class GradScaler {
   StreakRead streak_read_;
   std::map<const optim::Optimizer*, PerOptimizer> per_opt_;
   bool scaled_since_update_ = false;
-  // The leaves whose gradients carry the scale (weak: a freed leaf is not held). Other
-  // threads read it through the clipping guard, hence the lock.
-  mutable std::mutex scaled_mu_;
-  std::unordered_map<const TensorImpl*, std::weak_ptr<TensorImpl>> scaled_;
+  // The mark this iteration's scaled gradients carry, made by the first scale() after an
+  // update(); update() drops it, which expires every gradient's mark at once.
+  std::shared_ptr<LossScaleMark> mark_;
   FoundInfReducer found_inf_reducer_;
-  Tensor scaled_at_;  // a copy of the scale they carry, for the guard's message (update() changes scale_)
 };
-
-// Tells every scaler holding `from`'s gradient as scaled that `to` now holds that
-// gradient (MasterWeights moves the model's scaled gradients to its f32 masters), so
-// the clipping guard protects `to` until its optimizer is unscaled.
-void hand_over_scaled_grad(const Tensor& from, const Tensor& to);
 
 }  // namespace hg::amp

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <set>
 
-#include "amp/grad_scaler.h"
 #include "framework/autograd.h"
 #include "ops/copy.h"
 
@@ -56,7 +55,8 @@ void MasterWeights::copy_grads_to_master() {
     const Tensor& p = model_[i].second;
     if (master_[i].is_same(p)) continue;
     master_[i].set_grad(p.grad().defined() ? p.grad().to(f32).contiguous() : Tensor());
-    hand_over_scaled_grad(p, master_[i]);  // the master's gradient carries the loss scale now
+    // The master's gradient carries the model's loss scale now.
+    if (p.grad().defined()) autograd::set_loss_scale(master_[i].grad(), autograd::loss_scale_of(p.grad()));
     p.set_grad(Tensor());
   }
 }

@@ -18,7 +18,10 @@ namespace {
 thread_local bool t_grad_enabled = true;
 thread_local Node* t_running_node = nullptr;
 thread_local std::vector<bool>* t_running_needs = nullptr;
-thread_local std::string t_module_path;
+thread_local std::shared_ptr<const std::string> t_module_path;
+// The loss-scale mark of the gradient the running node got (read by AccumulateGrad).
+thread_local const std::shared_ptr<const LossScaleMark>* t_running_mark = nullptr;
+const std::string kNoPath;
 autograd::ForwardObserver g_forward_observer = nullptr;
 autograd::BackwardObserver g_backward_observer = nullptr;
 
@@ -45,6 +48,17 @@ class FunctionNode : public Node {
   const char* name_;
   autograd::BackwardFn fn_;
   bool saves_tensors_;
+};
+
+// A scaled loss's node: its gradients carry the scaler's mark from here to the leaves.
+class ScaledFunctionNode : public FunctionNode {
+ public:
+  ScaledFunctionNode(const char* name, autograd::BackwardFn fn, std::weak_ptr<const LossScaleMark> mark)
+      : FunctionNode(name, std::move(fn), true), mark_(std::move(mark)) {}
+  std::shared_ptr<const LossScaleMark> loss_scale() const override { return mark_.lock(); }
+
+ private:
+  std::weak_ptr<const LossScaleMark> mark_;
 };
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
@@ -88,16 +102,22 @@ Node::~Node() {
   draining = false;
 }
 
+const std::string& Node::module_path() const { return module_path_ptr ? *module_path_ptr : kNoPath; }
+
 TensorList AccumulateGrad::apply(const TensorList& grads) {
   Tensor g = run_hooks(leaf->hooks, grads[0]);
   Tensor& cur = leaf->grad;
+  std::weak_ptr<const LossScaleMark> mark;
   if (!cur.defined()) {
     // A fresh copy: the incoming gradient may be shared with other inputs, and the
     // optimizer and scaler modify .grad in place.
     cur = g.detach().clone();
   } else {
+    mark = cur.impl()->loss_scale;  // a scaled sum stays scaled when more is added
     cur = add(cur, g.to(cur.dtype())).detach();
   }
+  if (t_running_mark && *t_running_mark) mark = *t_running_mark;
+  cur.impl()->loss_scale = std::move(mark);
   autograd::detail::notify_grad_ready(leaf);
   return {};
 }
@@ -113,19 +133,21 @@ bool needs_record(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn,
-            bool saves_tensors) {
+namespace {
+// record()'s body; make() builds the node when one must be recorded.
+template <class Make>
+void record_with(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, Make make) {
   bool rec = false;
   if (t_grad_enabled)
     for (const Tensor& t : inputs) rec = rec || (t.defined() && t.requires_grad());
   std::shared_ptr<Node> node;
   if (rec) {
-    node = std::make_shared<FunctionNode>(name, std::move(fn), saves_tensors);
+    node = make();
     for (const Tensor& t : inputs) {
       node->next_edges.push_back(edge_of(t));
       node->inputs.push_back(t.defined() ? meta_of(t) : OutputMeta{});
     }
-    node->module_path = t_module_path;
+    node->module_path_ptr = t_module_path;
     node->output_hooks.resize(outputs.size());
     for (uint32_t i = 0; i < outputs.size(); ++i) {
       TensorImpl* o = outputs[i]->impl();
@@ -137,6 +159,30 @@ void record(const char* name, const TensorList& inputs, const std::vector<Tensor
     }
   }
   if (g_forward_observer) g_forward_observer(name, node.get(), outputs, inputs);
+}
+}  // namespace
+
+void record(const char* name, const TensorList& inputs, const std::vector<Tensor*>& outputs, BackwardFn fn,
+            bool saves_tensors) {
+  record_with(name, inputs, outputs,
+              [&] { return std::make_shared<FunctionNode>(name, std::move(fn), saves_tensors); });
+}
+
+void record_scaled(const char* name, const Tensor& input, Tensor& output, std::function<TensorList(const Tensor&)> fn,
+                   std::weak_ptr<const LossScaleMark> mark) {
+  record_with(name, {input}, {&output}, [&] {
+    return std::make_shared<ScaledFunctionNode>(
+        name, [fn = std::move(fn)](const TensorList& g) { return fn(g[0]); }, std::move(mark));
+  });
+}
+
+std::shared_ptr<const LossScaleMark> loss_scale_of(const Tensor& grad) {
+  return grad.defined() ? grad.impl()->loss_scale.lock() : nullptr;
+}
+
+void set_loss_scale(const Tensor& grad, const std::shared_ptr<const LossScaleMark>& mark) {
+  HG_CHECK(grad.defined(), "set_loss_scale: the gradient is an undefined tensor");
+  grad.impl()->loss_scale = mark;
 }
 
 void record(const char* name, const TensorList& inputs, Tensor& output, std::function<TensorList(const Tensor&)> fn,
@@ -152,9 +198,11 @@ bool needs_input_grad(size_t i) {
 bool in_backward() { return t_running_node != nullptr; }
 const Node* running_node() { return t_running_node; }
 
-const std::string& current_module_path() { return t_module_path; }
-ModulePathScope::ModulePathScope(const std::string& path) : saved_(t_module_path) { t_module_path = path; }
-ModulePathScope::~ModulePathScope() { t_module_path = saved_; }
+const std::string& current_module_path() { return t_module_path ? *t_module_path : kNoPath; }
+ModulePathScope::ModulePathScope(const std::string& path) : saved_(std::move(t_module_path)) {
+  t_module_path = path.empty() ? nullptr : std::make_shared<const std::string>(path);
+}
+ModulePathScope::~ModulePathScope() { t_module_path = std::move(saved_); }
 
 void set_forward_observer(ForwardObserver f) { g_forward_observer = f; }
 void set_backward_observer(BackwardObserver f) { g_backward_observer = f; }
@@ -164,6 +212,8 @@ namespace {
 struct Engine {
   std::unordered_map<Node*, int> deps;
   std::unordered_map<Node*, TensorList> buffers;
+  // The loss-scale marks the buffered gradients carry (only marked ones are here).
+  std::unordered_map<Node*, std::shared_ptr<const LossScaleMark>> marks;
   std::vector<std::shared_ptr<Node>> ready;
   // When set, gradients reaching these (node, input_nr) are captured instead of accumulated.
   std::unordered_map<Node*, size_t>* capture = nullptr;
@@ -199,6 +249,14 @@ struct Engine {
       ready.pop_back();
       TensorList grads = std::move(buffers[node.get()]);
       buffers.erase(node.get());
+      std::shared_ptr<const LossScaleMark> mark = node->loss_scale();
+      if (!marks.empty()) {
+        auto it = marks.find(node.get());
+        if (it != marks.end()) {
+          if (!mark) mark = std::move(it->second);
+          marks.erase(it);
+        }
+      }
       grads.resize(std::max<size_t>(node->outputs.size(), 1));
       for (size_t i = 0; i < node->outputs.size(); ++i) {
         if (!grads[i].defined()) {
@@ -217,18 +275,22 @@ struct Engine {
         for (auto& e : node->next_edges) needs.push_back(e.node != nullptr);
         Node* prev_node = t_running_node;
         auto* prev_needs = t_running_needs;
+        auto* prev_mark = t_running_mark;
         t_running_node = node.get();
         t_running_needs = &needs;
+        t_running_mark = &mark;
         try {
           profiler_hook::NodeScope profiled(*node);
           out = node->apply(grads);
         } catch (...) {
           t_running_node = prev_node;
           t_running_needs = prev_needs;
+          t_running_mark = prev_mark;
           throw;
         }
         t_running_node = prev_node;
         t_running_needs = prev_needs;
+        t_running_mark = prev_mark;
         if (g_backward_observer) g_backward_observer(*node, out, grads);
       }
       if (!retain_graph) node->release();
@@ -243,6 +305,7 @@ struct Engine {
                    " (an internal error in that op's backward)");
           if (g.dtype() != m.dtype) g = g.to(m.dtype);
           add_grad(e.node, e.input_nr, g);
+          if (mark) marks.emplace(e.node.get(), mark);
         }
         if (--deps[e.node.get()] == 0) {
           if (buffers.count(e.node.get())) ready.push_back(e.node);
@@ -342,7 +405,7 @@ std::string graph_to_string(const Tensor& root) {
     auto [n, depth] = stack.back();
     stack.pop_back();
     os << std::string(2 * depth, ' ') << n->name();
-    if (!n->module_path.empty()) os << " [" << n->module_path << "]";
+    if (!n->module_path().empty()) os << " [" << n->module_path() << "]";
     os << " ->";
     for (auto& m : n->outputs) os << " " << dtype_name(m.dtype) << shape_str(m.shape);
     if (!seen.insert(n).second) {

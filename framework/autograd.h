@@ -26,6 +26,16 @@ struct OutputMeta {
 
 using TensorList = std::vector<Tensor>;
 
+// A loss scale (amp::GradScaler) that gradients carry. The node that scales a loss
+// returns it from Node::loss_scale(); backward hands it along with the gradients and
+// leaves it on every leaf's .grad the scaled gradient reaches (also when accumulated into
+// an existing .grad), as a weak reference: the scaler drops the mark when it unscales an
+// optimizer's gradients or updates, so "carries a live mark" means "still multiplied by
+// S". Clipping refuses such gradients.
+struct LossScaleMark {
+  Tensor scale;  // 0-d f32: the S the gradients carry (a copy: the scaler's own changes at update())
+};
+
 class Node : public std::enable_shared_from_this<Node> {
  public:
   virtual ~Node();
@@ -34,14 +44,18 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual std::string name() const = 0;
   // Drops what backward needs (saved tensors); later apply() calls throw.
   virtual void release() {}
+  // The loss scale the gradients leaving this node carry from here on (null: none added).
+  virtual std::shared_ptr<const LossScaleMark> loss_scale() const { return nullptr; }
+  // The nn::Module whose forward recorded this node, "" outside any (for messages).
+  const std::string& module_path() const;
 
   std::vector<Edge> next_edges;
   std::vector<OutputMeta> outputs;
   std::vector<OutputMeta> inputs;  // metadata of the inputs the edges lead to
   // Per-output hooks, for tensors that are not leaves.
   std::vector<std::vector<std::pair<int64_t, Tensor::Hook>>> output_hooks;
-  std::string module_path;  // set by nn::Module while a forward runs (for messages)
-  std::vector<double> input_amax;  // the forward inputs' max |x|, kept under anomaly detection
+  // Shared by every node one module forward records (not a string per node).
+  std::shared_ptr<const std::string> module_path_ptr;
   bool released = false;
 };
 
@@ -72,6 +86,15 @@ void record(const char* name, const TensorList& inputs, const std::vector<Tensor
 // Single-output convenience: fn(grad) -> one gradient per input.
 void record(const char* name, const TensorList& inputs, Tensor& output,
             std::function<TensorList(const Tensor&)> fn, bool saves_tensors = true);
+// record() for a loss scaler: the node's gradients carry `mark` (a null or expired mark
+// adds none), so every leaf gradient backward reaches from it is marked as scaled.
+void record_scaled(const char* name, const Tensor& input, Tensor& output, std::function<TensorList(const Tensor&)> fn,
+                   std::weak_ptr<const LossScaleMark> mark);
+// The live mark `grad` (a .grad) carries, or null; set_loss_scale moves one onto another
+// gradient (amp::MasterWeights copies the model's scaled gradients to its masters) or,
+// with null, clears it (unscaling).
+std::shared_ptr<const LossScaleMark> loss_scale_of(const Tensor& grad);
+void set_loss_scale(const Tensor& grad, const std::shared_ptr<const LossScaleMark>& mark);
 
 // Inside a backward function: whether input i of the running node needs a gradient
 // (lets an op skip e.g. the input gradient of a network's first convolution).
@@ -92,13 +115,13 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
 const std::string& current_module_path();
 class ModulePathScope {
  public:
-  explicit ModulePathScope(const std::string& path);
+  explicit ModulePathScope(const std::string& path);  // one shared copy per scope
   ~ModulePathScope();
   ModulePathScope(const ModulePathScope&) = delete;
   ModulePathScope& operator=(const ModulePathScope&) = delete;
 
  private:
-  std::string saved_;
+  std::shared_ptr<const std::string> saved_;
 };
 
 // Called for every node recorded / every gradient computed; amp's anomaly detection

@@ -80,7 +80,7 @@ void fill_context(ProfileEvent& ev) {
   if (const Node* node = autograd::running_node()) {
     ev.backward = true;
     ev.forward_op = node->name();
-    ev.module = node->module_path;
+    ev.module = node->module_path();
   } else {
     ev.module = autograd::current_module_path();
   }

@@ -15,7 +15,7 @@ SavedTensor::SavedTensor(const Tensor& t, Role role, uint32_t index, const char*
 void SavedTensor::throw_modified() const {
   const Node* node = autograd::running_node();
   std::string op = node ? node->name() : std::string("a backward function");
-  if (node && !node->module_path.empty()) op += " [" + node->module_path + "]";
+  if (node && !node->module_path().empty()) op += " [" + node->module_path() + "]";
   const std::string which = role_ == Role::input    ? detail::concat("input ", index_)
                             : role_ == Role::output ? detail::concat("output ", index_)
                                                     : std::string(what_);

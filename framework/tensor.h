@@ -21,6 +21,7 @@ namespace hg {
 
 class Node;
 class TensorImpl;
+struct LossScaleMark;
 
 // What backward() takes besides the gradient: y.backward({.retain_graph = true}) keeps the
 // graph's saved tensors, so that a second backward() can run through it again.
@@ -131,6 +132,9 @@ class TensorImpl {
   std::weak_ptr<Node> grad_accumulator;  // leaves only, made on first use
   std::vector<std::pair<int64_t, std::function<Tensor(const Tensor&)>>> hooks;  // leaves only
   std::string name;
+  // Gradients only: the loss scale this gradient still carries (see LossScaleMark in
+  // framework/autograd.h); expired or empty when it carries none.
+  std::weak_ptr<const LossScaleMark> loss_scale;
 };
 
 namespace detail {

@@ -3,7 +3,6 @@
 // another device go through tensor ops there; only each gradient's norm part comes back.
 #include "optim/clip_grad.h"
 
-#include <atomic>
 #include <cmath>
 
 #include "framework/autograd.h"
@@ -15,8 +14,6 @@
 namespace hg::optim {
 
 namespace {
-
-std::atomic<ClipGuard> g_clip_guard{nullptr};
 
 constexpr int64_t kBlock = 1024;
 
@@ -96,19 +93,27 @@ void map_grads(const std::vector<Tensor>& grads, const char* op, F f, D on_devic
   }
 }
 
-void run_guard(const std::vector<Tensor>& params) {
-  if (ClipGuard guard = g_clip_guard.load()) guard(params);
+// Refuses gradients that still carry a loss scale (amp::GradScaler marks them in
+// backward and clears the mark in unscale_), before anything is modified.
+void refuse_scaled(const std::vector<Tensor>& params) {
+  for (const Tensor& p : params) {
+    if (!p.defined()) continue;
+    const std::shared_ptr<const LossScaleMark> mark = autograd::loss_scale_of(p.grad());
+    if (!mark) continue;
+    throw Error(detail::concat(
+        "clipping gradients that are still multiplied by the loss scale S = ", mark->scale.item<double>(),
+        " (parameter '", p.name(), "'): the threshold would apply to S x grad, so it would fire on every step and "
+        "mean nothing (with SGD the step would also be ~S times too small; Adam's m/sqrt(v) largely cancels S). "
+        "Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
+  }
 }
 
 }  // namespace
 
-void set_clip_guard(ClipGuard guard) { g_clip_guard.store(guard); }
-ClipGuard clip_guard() { return g_clip_guard.load(); }
-
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type) {
   HG_CHECK(max_norm >= 0, "clip_grad_norm_: max_norm must be >= 0, got ", max_norm);
   HG_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be > 0 or INFINITY, got ", norm_type);
-  run_guard(params);
+  refuse_scaled(params);
   NoGrad no_grad;
   const std::vector<Tensor> grads = defined_grads(params, "clip_grad_norm_");
   if (grads.empty()) return 0.0;
@@ -131,7 +136,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 
 void clip_grad_value_(const std::vector<Tensor>& params, double clip) {
   HG_CHECK(clip >= 0, "clip_grad_value_: clip must be >= 0, got ", clip);
-  run_guard(params);
+  refuse_scaled(params);
   NoGrad no_grad;
   map_grads(
       defined_grads(params, "clip_grad_value_"), "clip_grad_value_",

@@ -1,5 +1,5 @@
-// Gradient clipping by total norm and by value (PyTorch semantics), and the guard hook
-// through which the GradScaler refuses to clip gradients that are still scaled.
+// Gradient clipping by total norm and by value (PyTorch semantics). Both refuse gradients
+// that still carry a GradScaler's loss scale (LossScaleMark, framework/autograd.h).
 #pragma once
 #include <vector>
 
@@ -16,11 +16,5 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 
 // Clamps every gradient element into [-clip, clip] in place (NaN stays NaN).
 void clip_grad_value_(const std::vector<Tensor>& params, double clip);
-
-// Called with the parameters before either clip function does anything; it may throw
-// to refuse. At most one is installed; null (the default) removes it.
-using ClipGuard = void (*)(const std::vector<Tensor>& params);
-void set_clip_guard(ClipGuard guard);
-ClipGuard clip_guard();
 
 }  // namespace hg::optim

@@ -43,6 +43,28 @@ TEST_CASE("DetectAnomaly names the backward op whose f16 gradient overflows", "[
   }
 }
 
+TEST_CASE("DetectAnomaly keeps the forward statistics beside the graph, only while it is on", "[amp][anomaly]") {
+  nn::Linear lin(16, 16, false);
+  fill_(lin.weight, 30.0);
+  lin.to(f16);
+  Tensor a = ones({4, 16}, {f16}).set_requires_grad(true);
+  auto overflow_message = [&](const Tensor& y) {
+    try {
+      mul(sum(y.to(f32)), 1000.0).backward();
+    } catch (const NumericsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no NumericsError");
+  };
+  Tensor outside = lin(a);  // recorded with detection off: nothing kept for it
+  amp::DetectAnomaly guard;
+  for (int i = 0; i < 3000; ++i) sum(lin(a));  // graphs freed at once: their entries are dropped, addresses reused
+  CHECK_THAT(overflow_message(lin(a)), Catch::Contains("produced 64 inf in f16") && Catch::Contains("forward inputs amax 1 30"));
+  const std::string msg = overflow_message(outside);
+  CHECK_THAT(msg, Catch::Contains("produced 64 inf in f16"));
+  CHECK_THAT(msg, !Catch::Contains("forward inputs amax"));
+}
+
 TEST_CASE("DetectAnomaly blames upstream data, checks the f16 range on request, and is quiet on healthy runs",
           "[amp][anomaly]") {
   manual_seed(3);

@@ -109,6 +109,42 @@ TEST_CASE("O2: the masters' gradients carry the scale until their optimizer is u
   CHECK(optim::clip_grad_norm_({master}, 100.0) == Approx(3.0 * std::sqrt(2.0)));
 }
 
+TEST_CASE("scale() does not walk the graph: backward marks the gradients it reaches", "[grad_scaler][clip]") {
+  // Before, scale() walked the whole graph to find the leaves (O(graph) per step) and held
+  // them scaled from then on, even before any scaled gradient had reached them.
+  Tensor w = tensor({0.5, -0.25}).set_requires_grad().set_name("w");
+  optim::SGD opt(named("w", w), optim::SGDOptions{.lr = 0.1});
+  amp::GradScaler scaler(amp::GradScalerOptions{.init_scale = 4.0});
+  sum(w * tensor({3.0, 4.0})).backward();  // an unscaled gradient (3, 4)
+  Tensor x = w;
+  for (int i = 0; i < 20000; ++i) x = x * 1.0;  // w lies 20,000 nodes below the loss
+  Tensor scaled = scaler.scale(sum(x));
+  CHECK_FALSE(scaler.holds_scaled_grad(w));  // nothing scaled has reached w yet
+  CHECK(optim::clip_grad_norm_({w}, 100.0) == Approx(5.0));
+  scaled.backward();
+  CHECK(scaler.holds_scaled_grad(w));
+  CHECK(w.grad().to_vector<double>() == std::vector<double>{3.0 + 4.0, 4.0 + 4.0});
+  // More unscaled gradient added to a scaled sum leaves it scaled.
+  sum(w * 1.0).backward();
+  CHECK_THROWS_WITH(optim::clip_grad_value_({w}, 1.0), Catch::Contains("still multiplied by the loss scale S = 4"));
+  scaler.unscale_(opt);
+  CHECK_FALSE(scaler.holds_scaled_grad(w));
+  CHECK_NOTHROW(optim::clip_grad_value_({w}, 1.0));
+}
+
+TEST_CASE("a parameter outside every optimizer stays refused until update()", "[grad_scaler][clip]") {
+  Tensor w = tensor({0.5}).set_requires_grad().set_name("w");
+  Tensor loose = tensor({2.0}).set_requires_grad().set_name("loose");  // in the loss, in no optimizer
+  optim::SGD opt(named("w", w), optim::SGDOptions{.lr = 0.1});
+  amp::GradScaler scaler;
+  scaler.scale(sum(w * loose)).backward();
+  scaler.step(opt);
+  CHECK_THROWS_WITH(optim::clip_grad_norm_({loose}, 1.0), Catch::Contains("'loose'"));
+  scaler.update();
+  CHECK_FALSE(scaler.holds_scaled_grad(loose));
+  CHECK(optim::clip_grad_norm_({loose}, 1e9) == Approx(0.5 * 65536.0));
+}
+
 TEST_CASE("a disabled scaler loads its own state dict", "[grad_scaler][state]") {
   const bool use_amp = false;
   amp::GradScaler off(amp::GradScalerOptions{.enabled = use_amp});

@@ -70,10 +70,31 @@ TEST_CASE("a forward records the module path into the graph", "[module]") {
   Tensor y = m(ones({5, 3}));
   CHECK(y.shape() == Shape{5, 2});
   REQUIRE(y.grad_fn());
-  CHECK(y.grad_fn()->module_path == "head.1");  // the ReLU's node
+  CHECK(y.grad_fn()->module_path() == "head.1");  // the ReLU's node
   CHECK(autograd::current_module_path().empty());
   std::string graph = autograd::graph_to_string(y);
   CHECK_THAT(graph, Catch::Contains("[enc.fc]") && Catch::Contains("[enc]") && Catch::Contains("[head.0]"));
+}
+
+TEST_CASE("the nodes of one module forward share one path string", "[module]") {
+  // Before, every node held its own copy of the path.
+  Outer m;
+  Tensor y = m(ones({5, 3}));
+  REQUIRE(y.grad_fn());
+  const Node* relu = y.grad_fn().get();
+  const Node* below = relu->next_edges[0].node.get();  // head.0's node
+  REQUIRE(below);
+  CHECK(below->module_path() == "head.0");
+  Tensor w = ones({2}).set_requires_grad();
+  Tensor a, b;
+  {
+    autograd::ModulePathScope scope("net.fc1");
+    a = w * 2.0;
+    b = a + 1.0;
+  }
+  CHECK(b.grad_fn()->module_path() == "net.fc1");
+  CHECK(a.grad_fn()->module_path_ptr == b.grad_fn()->module_path_ptr);
+  CHECK((w * 3.0).grad_fn()->module_path_ptr == nullptr);
 }
 
 TEST_CASE("child->forward(x), the libtorch habit, enters the child's scope like (*child)(x)", "[module][precision]") {
@@ -91,7 +112,7 @@ TEST_CASE("child->forward(x), the libtorch habit, enters the child's scope like 
   handle.reset();
   CHECK(y.dtype() == f32);  // enc runs in f32 although autocast asks for f16
   REQUIRE(y.grad_fn());
-  CHECK(y.grad_fn()->module_path == "enc");
+  CHECK(y.grad_fn()->module_path() == "enc");
   CHECK(seen == std::vector<std::string>{"enc.fc", "enc"});
 }
 
