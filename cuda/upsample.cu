@@ -1,6 +1,7 @@
 // Nearest and bilinear upsampling on the cuda device, NHWC: one thread per output element
 // forward; backward one thread per input element, gathering the outputs that read it in
 // the CPU kernel's order (columns, then rows), summed in f32 (f64 for f64), rounded once.
+#include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
 #include "ops/upsample_kernels.h"
@@ -85,14 +86,8 @@ struct UpsampleBackward {
   }
 };
 
-void check_contiguous(const char* op, const Tensor& a, const Tensor& b) {
-  for (const Tensor* t : {&a, &b})
-    HG_CHECK(t->is_contiguous(), op, " on ", t->device().str(), ": the kernels take contiguous tensors, got shape ",
-             shape_str(t->shape()), " with strides ", shape_str(t->strides()));
-}
-
 void upsample_cuda(const Tensor& x, const Tensor& y, int64_t scale, UpsampleMode mode) {
-  check_contiguous("upsample", x, y);
+  check_contiguous("upsample", {&x, &y});
   visit_floating(x.dtype(), "upsample", [&]<typename T>() {
     for_each_index(y.device().index, "upsample", y.numel(),
                    UpsampleForward<T>{x.data<T>(), y.data<T>(), x.size(1), x.size(2), x.size(3), scale,
@@ -101,7 +96,7 @@ void upsample_cuda(const Tensor& x, const Tensor& y, int64_t scale, UpsampleMode
 }
 
 void upsample_backward_cuda(const Tensor& gy, const Tensor& gx, int64_t scale, UpsampleMode mode) {
-  check_contiguous("upsample backward", gy, gx);
+  check_contiguous("upsample backward", {&gy, &gx});
   visit_floating(gy.dtype(), "upsample backward", [&]<typename T>() {
     for_each_index(gx.device().index, "upsample_backward", gx.numel(),
                    UpsampleBackward<T>{gy.data<T>(), gx.data<T>(), gx.size(1), gx.size(2), gx.size(3), scale,
