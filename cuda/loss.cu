@@ -7,10 +7,10 @@
 #include <limits>
 
 #include "cuda/contiguous_check.h"
-#include "cuda/device_math.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
 #include "cuda/row_groups.h"
+#include "ops/kernel_math.h"
 #include "ops/loss_kernels.h"
 
 namespace hg::cuda {

@@ -6,18 +6,11 @@
 #include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
+#include "cuda/nhwc_pixel.h"
 #include "ops/pool2d_kernels.h"
 
 namespace hg::cuda {
 namespace {
-
-// The element's coordinates in a [N, rows, cols, C] tensor.
-struct Pixel {
-  int64_t n, row, col, c;
-};
-HG_HOST_DEVICE Pixel pixel_of(int64_t i, int64_t rows, int64_t cols, int64_t C) {
-  return {i / (C * cols * rows), i / (C * cols) % rows, i / C % cols, i % C};
-}
 
 template <class T>
 struct MaxPoolForward {

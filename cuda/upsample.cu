@@ -4,6 +4,7 @@
 #include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
+#include "cuda/nhwc_pixel.h"
 #include "ops/upsample_kernels.h"
 
 namespace hg::cuda {
@@ -18,7 +19,7 @@ struct UpsampleForward {
   HG_DEVICE void operator()(int64_t o) const {
     using Cmp = compute_t<T>;
     const int64_t OH = H * scale, OW = W * scale;
-    const int64_t c = o % C, ow = o / C % OW, oh = o / (C * OW) % OH, n = o / (C * OW * OH);
+    const auto [n, oh, ow, c] = pixel_of(o, OH, OW, C);
     const T* xn = x + n * H * W * C + c;
     if (!bilinear) {
       y[o] = xn[(oh / scale * W + ow / scale) * C];
@@ -68,7 +69,7 @@ struct UpsampleBackward {
   HG_DEVICE void operator()(int64_t i) const {
     using A = accum_t<T>;
     const int64_t OH = H * scale, OW = W * scale;
-    const int64_t c = i % C, w = i / C % W, h = i / (C * W) % H, n = i / (C * W * H);
+    const auto [n, h, w, c] = pixel_of(i, H, W, C);
     const AxisReaders rows = axis_readers(h, scale, H, bilinear), cols = axis_readers(w, scale, W, bilinear);
     A acc(0);
     for (int64_t oh = rows.begin; oh < rows.end; ++oh) {

@@ -63,14 +63,6 @@ HG_HOST_DEVICE A pointwise_loss_value(PointwiseLoss kind, A x, A t) {
   return (x < A(0) ? A(0) : x) - x * t + math_log1p(math_exp(-math_abs(x)));
 }
 
-// 1 / (1 + exp(-x)) with exp's argument never positive, so it cannot overflow.
-template <class A>
-HG_HOST_DEVICE A loss_sigmoid(A x) {
-  if (x >= A(0)) return A(1) / (A(1) + math_exp(-x));
-  const A e = math_exp(x);
-  return e / (A(1) + e);
-}
-
 // d/dx and d/dt of one element's loss, times scale (g / numel).
 template <class A>
 struct PointwiseLossGrad {
@@ -82,7 +74,7 @@ HG_HOST_DEVICE PointwiseLossGrad<A> pointwise_loss_grad(PointwiseLoss kind, A x,
     const A d = A(2) * (x - t) * scale;
     return {d, -d};
   }
-  return {want_gx ? (loss_sigmoid(x) - t) * scale : A(0), -x * scale};
+  return {want_gx ? (math_sigmoid(x) - t) * scale : A(0), -x * scale};
 }
 
 // Soft Dice of one class from its sums I = sum p y, P = sum p, Y = sum y.
