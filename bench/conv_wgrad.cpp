@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     for (const Layer& l : kLayers) {
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
-      const ConvParams p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
+      const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
       Generator g(3);
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
       Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt});

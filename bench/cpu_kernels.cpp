@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
 
   // The convolutions of a width-16, depth-4 U-Net on 64x64 images, batch 8 (3x3, padding 1).
   const int64_t N = 8;
-  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, 1};
+  const Conv2dOptions p{{1, 1}, {1, 1}, {1, 1}, 1};
   for (const Layer& l : {Layer{64, 1, 16}, Layer{64, 16, 16}, Layer{32, 16, 32}, Layer{32, 32, 32}, Layer{16, 32, 64},
                          Layer{8, 64, 128}, Layer{4, 128, 256}}) {
     const int64_t M = N * l.hw * l.hw, RSC = 9 * l.cin;

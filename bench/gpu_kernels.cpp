@@ -204,7 +204,7 @@ struct Layer {
 
 void conv_rows(Rows& rows, const std::vector<Layer>& layers, int64_t N, int runs) {
   const cuda::ScopedConvProvider ours_provider(cuda::Provider::halfgrad);
-  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, 1};
+  const Conv2dOptions p{{1, 1}, {1, 1}, {1, 1}, 1};
   for (const Layer& l : layers) {
     for (DType dt : {f16, bf16}) {
       const Shape xs{N, l.hw, l.hw, l.cin}, ws{l.cout, 3, 3, l.cin}, ys{N, l.hw, l.hw, l.cout};

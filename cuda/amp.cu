@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "cuda/block_reduce.h"
-#include "cuda/device_math.h"
 #include "cuda/elementwise_loops.h"
 #include "cuda/primitives/atomics.h"
 #include "ops/amp_kernels.h"
 #include "ops/copy_kernels.h"
+#include "ops/kernel_math.h"
 
 namespace hg::cuda {
 namespace {

@@ -1,6 +1,7 @@
 // Batch normalisation on the cuda device for contiguous [M, C] data: per-channel sums by
 // blocks of 32 channels x 8 row-strides (reads coalesced along C), in the statistics dtype
 // S (f32, f64 for f64); the corrected two-pass variance; elementwise passes in S, rounded once.
+#include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
 #include "cuda/primitives/barrier.h"
@@ -125,13 +126,6 @@ struct InputGradient {
   }
 };
 
-void check_contiguous(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    HG_CHECK(!t->defined() || t->is_contiguous(), "batch_norm on ", t->device().str(),
-             ": the kernels take contiguous tensors, got shape ", shape_str(t->shape()), " with strides ",
-             shape_str(t->strides()));
-}
-
 template <class S>
 const S* optional(const Tensor& t) {
   return t.defined() ? t.data<S>() : nullptr;
@@ -140,7 +134,7 @@ const S* optional(const Tensor& t) {
 dim3 channel_grid(int64_t C) { return dim3(static_cast<unsigned>((C + kChannels - 1) / kChannels)); }
 
 void stats_cuda(const Tensor& x, const Tensor& mean, const Tensor& var) {
-  check_contiguous({&x, &mean, &var});
+  check_contiguous("batch_norm", {&x, &mean, &var});
   const int64_t M = x.size(0), C = x.size(1);
   if (C == 0) return;
   visit_floating(x.dtype(), "batch_norm", [&]<typename T>() {
@@ -154,7 +148,7 @@ void stats_cuda(const Tensor& x, const Tensor& mean, const Tensor& var) {
 
 void forward_cuda(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
                   const Tensor& y) {
-  check_contiguous({&x, &mean, &invstd, &weight, &bias, &y});
+  check_contiguous("batch_norm", {&x, &mean, &invstd, &weight, &bias, &y});
   visit_floating(x.dtype(), "batch_norm", [&]<typename T>() {
     using S = compute_t<T>;
     for_each_index(y.device().index, "batch_norm_forward", y.numel(),
@@ -165,7 +159,7 @@ void forward_cuda(const Tensor& x, const Tensor& mean, const Tensor& invstd, con
 
 void backward_cuda(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                    bool training, const Tensor& gx, const Tensor& sum_gy, const Tensor& sum_gy_xhat) {
-  check_contiguous({&gy, &x, &mean, &invstd, &weight, &gx, &sum_gy, &sum_gy_xhat});
+  check_contiguous("batch_norm", {&gy, &x, &mean, &invstd, &weight, &gx, &sum_gy, &sum_gy_xhat});
   const int64_t M = x.size(0), C = x.size(1);
   if (C == 0) return;
   visit_floating(x.dtype(), "batch_norm backward", [&]<typename T>() {

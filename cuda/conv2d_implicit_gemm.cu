@@ -20,7 +20,7 @@ namespace {
 // The bias joins the f32 sum in the epilogue (one rounding). The tensor-core epilogue's
 // bias is per column of one group, so a grouped conv with a bias takes the SIMT path; cuDNN
 // adds it after its own rounding.
-void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
+void forward_cuda(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dOptions& p) {
   if (conv_provider() == Provider::vendor) {
     vendor::conv2d_forward(x, w, y, p);
     if (bias.defined()) copy_(y, run_binary(BinaryOp::add, y, bias));
@@ -54,7 +54,7 @@ struct GroupBiasEpilogue {
 // Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros
 // (plus the bias). With stride > 1 each stride phase runs as its own GEMM over the taps
 // that reach it (PhaseGatherSource), instead of sh * sw times the necessary products.
-void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p) {
+void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const Conv2dOptions& p) {
   if (conv_provider() == Provider::vendor) {
     vendor::conv2d_dgrad(gy, w, gx, p);
     if (bias.defined()) copy_(gx, run_binary(BinaryOp::add, gx, bias));
@@ -88,7 +88,7 @@ void dgrad_cuda(const Tensor& gy, const Tensor& w, const Tensor& bias, const Ten
 
 // gw = gy^T · im2col(x): gy^T's lines are pixels along the filters (M-contiguous), and
 // im2col's lines are pixels along (r, s, c) (N-contiguous).
-void wgrad_cuda(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+void wgrad_cuda(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dOptions& p) {
   if (conv_provider() == Provider::vendor) return vendor::conv2d_wgrad(gy, x, gw, p);
   const ConvShape s = conv_shape(x, gw, gy, p);
   const int64_t RSCg = s.R * s.S * s.Cg;

@@ -4,6 +4,7 @@
 // The f64 and strict-f32 paths of cuda/conv2d_implicit_gemm.cu, which registers the stubs.
 #include "cuda/conv2d_simt.h"
 
+#include "cuda/contiguous_check.h"
 #include "cuda/conv2d_indexing.h"
 #include "cuda/device_types.h"
 #include "cuda/simt_gemm.h"
@@ -75,10 +76,8 @@ struct GroupedOut {
 
 }  // namespace
 
-ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
-  for (const Tensor* t : {&x, &w, &y})
-    HG_CHECK(t->is_contiguous(), "conv2d on ", t->device().str(), ": the kernels take contiguous tensors, got shape ",
-             shape_str(t->shape()), " with strides ", shape_str(t->strides()));
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
+  check_contiguous("conv2d", {&x, &w, &y});
   ConvShape s{};
   s.N = x.size(0), s.H = x.size(1), s.W = x.size(2), s.C = x.size(3);
   s.K = w.size(0), s.R = w.size(1), s.S = w.size(2), s.Cg = w.size(3);
@@ -96,7 +95,7 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& y, const Co
   return s;
 }
 
-void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const ConvParams& p) {
+void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dOptions& p) {
   const ConvShape s = conv_shape(x, w, y, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() {
@@ -108,7 +107,7 @@ void conv2d_forward_simt(const Tensor& x, const Tensor& w, const Tensor& bias, c
 
 // Every input pixel is a row of the GEMM, so positions no output reads get a sum of zeros
 // (plus conv_transpose2d's bias, one per input channel, in the sum before the rounding).
-void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const ConvParams& p) {
+void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& bias, const Tensor& gx, const Conv2dOptions& p) {
   const ConvShape s = conv_shape(gx, w, gy, p);
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() {
     simt_gemm<compute_t<T>>(gx.device().index, "conv2d_dgrad_simt", s.G, s.N * s.H * s.W, s.Cg, s.R * s.S * s.Kg,
@@ -117,7 +116,7 @@ void conv2d_dgrad_simt(const Tensor& gy, const Tensor& w, const Tensor& bias, co
   });
 }
 
-void conv2d_wgrad_simt(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+void conv2d_wgrad_simt(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dOptions& p) {
   const ConvShape s = conv_shape(x, gw, gy, p);
   const int64_t RSCg = s.R * s.S * s.Cg;
   visit_floating(gw.dtype(), "conv2d (weight gradient)", [&]<typename T>() {

@@ -7,6 +7,7 @@
 
 #include "cuda/primitives/common.h"
 #include "framework/dtype.h"
+#include "framework/float_narrow.h"
 
 #if defined(__CUDACC__) && !defined(HG_CUDA_EMULATION)
 #include <cuda_bf16.h>
@@ -21,8 +22,8 @@ namespace hg::cuda {
 
 // Natively the conversions are the hardware's cvt.rn instructions, which round as IEEE
 // says; the one thing they do differently is NaN (a canonical pattern), so NaNs take the
-// CPU's integer path and keep its payload bits. Under the emulation (and in host code)
-// the CPU functions themselves run.
+// CPU's integer path (the encoders: framework/float_narrow.h) and keep its payload bits.
+// Under the emulation (and in host code) the CPU functions themselves run.
 HG_HOST_DEVICE float f16_bits_to_f32(uint16_t h) {
 #if defined(__CUDA_ARCH__)
   if ((h & 0x7fffu) > 0x7c00u)
@@ -36,7 +37,7 @@ HG_HOST_DEVICE float f16_bits_to_f32(uint16_t h) {
 HG_HOST_DEVICE uint16_t f32_to_f16_bits(float f) {
 #if defined(__CUDA_ARCH__)
   const uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu));
+  if ((x & 0x7fffffffu) > 0x7f800000u) return hg::detail::narrow_float_bits<8, 23, 5, 10>(x);
   return __half_as_ushort(__float2half_rn(f));
 #else
   return float_to_half_bits(f);
@@ -46,8 +47,7 @@ HG_HOST_DEVICE uint16_t f32_to_f16_bits(float f) {
 HG_HOST_DEVICE uint16_t f64_to_f16_bits(double d) {
 #if defined(__CUDA_ARCH__)
   const uint64_t x = static_cast<uint64_t>(__double_as_longlong(d));
-  if ((x & 0x7fffffffffffffffu) > 0x7ff0000000000000u)
-    return static_cast<uint16_t>(((x >> 48) & 0x8000u) | 0x7e00u | ((x >> 42) & 0x3ffu));
+  if ((x & 0x7fffffffffffffffu) > 0x7ff0000000000000u) return hg::detail::narrow_float_bits<11, 52, 5, 10>(x);
   return __half_as_ushort(__double2half(d));
 #else
   return double_to_half_bits(d);
@@ -66,7 +66,7 @@ HG_HOST_DEVICE float bf16_bits_to_f32(uint16_t b) {
 HG_HOST_DEVICE uint16_t f32_to_bf16_bits(float f) {
 #if defined(__CUDA_ARCH__)
   const uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return hg::detail::narrow_float_bits<8, 23, 8, 7>(x);
   return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 #else
   return float_to_bf16_bits(f);
@@ -76,8 +76,7 @@ HG_HOST_DEVICE uint16_t f32_to_bf16_bits(float f) {
 HG_HOST_DEVICE uint16_t f64_to_bf16_bits(double d) {
 #if defined(__CUDA_ARCH__)
   const uint64_t x = static_cast<uint64_t>(__double_as_longlong(d));
-  if ((x & 0x7fffffffffffffffu) > 0x7ff0000000000000u)
-    return static_cast<uint16_t>(((x >> 48) & 0x8000u) | 0x7fc0u | ((x >> 45) & 0x7fu));
+  if ((x & 0x7fffffffffffffffu) > 0x7ff0000000000000u) return hg::detail::narrow_float_bits<11, 52, 8, 7>(x);
   return __bfloat16_as_ushort(__double2bfloat16(d));
 #else
   return double_to_bf16_bits(d);

@@ -1,34 +1,12 @@
 // Elementwise ops on the cuda device: each op is the CPU kernel's formula in compute
 // precision (f32 for f16/bf16, rounded once on store). The op is a kernel argument read in
 // a per-element switch (uniform over the grid), so one kernel per dtype covers every op.
-#include "cuda/device_math.h"
 #include "cuda/elementwise_loops.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/kernel_math.h"
 
 namespace hg::cuda {
 namespace {
-
-template <class C>
-HG_HOST_DEVICE C gelu_exact(C x) {
-  return C(0.5) * x * (C(1) + math_erf(x * C(0.70710678118654752440)));
-}
-template <class C>
-HG_HOST_DEVICE C gelu_derivative(C x) {
-  const C cdf = C(0.5) * (C(1) + math_erf(x * C(0.70710678118654752440)));
-  const C pdf = math_exp(C(-0.5) * x * x) * C(0.39894228040143267794);
-  return cdf + x * pdf;
-}
-
-// For x < 0, e^x / (1 + e^x): exp(-x) would overflow below about -88.7 in f32 while
-// the result is still representable (the CPU kernel uses the same form).
-template <class C>
-HG_HOST_DEVICE C sigmoid_stable(C x) {
-  if (x < C(0)) {
-    const auto e = math_exp(x);
-    return C(e / (C(1) + e));
-  }
-  return C(C(1) / (C(1) + math_exp(-x)));
-}
 
 template <class C>
 HG_HOST_DEVICE C apply_unary(UnaryOp op, C v, C p0, C p1) {
@@ -43,7 +21,7 @@ HG_HOST_DEVICE C apply_unary(UnaryOp op, C v, C p0, C p1) {
     case UnaryOp::square: return C(v * v);
     case UnaryOp::reciprocal: return C(C(1) / v);
     case UnaryOp::relu: return v > C(0) ? v : (v != v ? v : C(0));
-    case UnaryOp::sigmoid: return sigmoid_stable(v);
+    case UnaryOp::sigmoid: return math_sigmoid(v);
     case UnaryOp::tanh: return math_tanh(v);
     case UnaryOp::gelu: return gelu_exact(v);
     case UnaryOp::add_scalar: return C(v + p0);

@@ -6,10 +6,11 @@
 #include <cstdint>
 #include <limits>
 
-#include "cuda/device_math.h"
+#include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
 #include "cuda/row_groups.h"
+#include "ops/kernel_math.h"
 #include "ops/loss_kernels.h"
 
 namespace hg::cuda {
@@ -58,7 +59,7 @@ __global__ void cross_entropy_rows(const T* x, const int64_t* target, const accu
     }
     const A log_s = math_log(s);
     lse[r] = m + log_s;
-    row_loss[r] = (weight ? weight[t] : A(1)) * ((m - A(dev_load(row[t]))) + log_s);
+    row_loss[r] = cross_entropy_row_loss(weight ? weight[t] : A(1), m, log_s, A(dev_load(row[t])));
   });
 }
 
@@ -108,20 +109,13 @@ struct CrossEntropyGrad {
   }
 };
 
-template <class A>
-HG_DEVICE A pointwise_value(PointwiseLoss kind, A x, A t) {
-  if (kind == PointwiseLoss::mse) return (x - t) * (x - t);
-  const A ax = x < A(0) ? -x : x;
-  return (x < A(0) ? A(0) : x) - x * t + math_log1p(math_exp(-ax));
-}
-
 // Block b's sum of the loss over a grid-stride share of the elements.
 template <class T>
 __global__ void pointwise_partial(PointwiseLoss kind, const T* x, const T* t, int64_t n, accum_t<T>* part) {
   using A = accum_t<T>;
   A s = 0;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    s += pointwise_value<A>(kind, dev_load(x[i]), dev_load(t[i]));
+    s += pointwise_loss_value<A>(kind, dev_load(x[i]), dev_load(t[i]));
   s = block_reduce(s, Add<A>{}, A(0));
   if (threadIdx.x == 0) part[blockIdx.x] = s;
 }
@@ -135,13 +129,6 @@ __global__ void pointwise_total(const accum_t<T>* part, int64_t parts, int64_t n
   if (threadIdx.x == 0) *out = dev_store<T>(s / A(n));
 }
 
-template <class A>
-HG_DEVICE A sigmoid(A x) {
-  if (x >= A(0)) return A(1) / (A(1) + math_exp(-x));
-  const A e = math_exp(x);
-  return e / (A(1) + e);
-}
-
 template <class T>
 struct PointwiseGrad {
   PointwiseLoss kind;
@@ -151,15 +138,9 @@ struct PointwiseGrad {
   HG_DEVICE void operator()(int64_t i) const {
     using A = accum_t<T>;
     const A scale = A(dev_load(*g)) / A(n);
-    const A xi = dev_load(x[i]), ti = dev_load(t[i]);
-    if (kind == PointwiseLoss::mse) {
-      const A d = A(2) * (xi - ti) * scale;
-      if (gx) gx[i] = dev_store<T>(d);
-      if (gt) gt[i] = dev_store<T>(-d);
-    } else {
-      if (gx) gx[i] = dev_store<T>((sigmoid(xi) - ti) * scale);
-      if (gt) gt[i] = dev_store<T>(-xi * scale);
-    }
+    const PointwiseLossGrad<A> d = pointwise_loss_grad<A>(kind, dev_load(x[i]), dev_load(t[i]), scale, gx != nullptr);
+    if (gx) gx[i] = dev_store<T>(d.gx);
+    if (gt) gt[i] = dev_store<T>(d.gt);
   }
 };
 
@@ -208,7 +189,7 @@ __global__ void soft_dice_total(const accum_t<T>* part, int64_t chunks, const in
     for (int64_t b = 0; b < chunks; ++b)
       for (int k = 0; k < 3; ++k) s[k] += part[(b * 3 + k) * C + c];
     for (int k = 0; k < 3; ++k) stats[k * C + c] = s[k];
-    dice[c] = dev_store<T>((A(2) * s[0] + eps) / (s[1] + s[2] + eps));
+    dice[c] = dev_store<T>(soft_dice_value(s[0], s[1], s[2], eps));
   }
   int64_t first_bad = N;
   for (int64_t r = threadIdx.x; r < N; r += blockDim.x)
@@ -228,9 +209,8 @@ struct SoftDiceGrad {
   HG_DEVICE void operator()(int64_t i) const {
     using A = accum_t<T>;
     const int64_t r = i / C, c = i - r * C;
-    const A gc = dev_load(g[c]), num = A(2) * stats[c] + eps, den = stats[C + c] + stats[2 * C + c] + eps;
-    const A off = -gc * num / (den * den);
-    gp[i] = dev_store<T>(target[r] == c ? gc * A(2) / den + off : off);
+    const SoftDiceGradTerms<A> d = soft_dice_grad<A>(dev_load(g[c]), stats[c], stats[C + c], stats[2 * C + c], eps);
+    gp[i] = dev_store<T>(target[r] == c ? d.on : d.off);
   }
 };
 
@@ -251,13 +231,6 @@ void check_dtypes(const char* op, const Tensor& x, const Tensor& target, std::in
 
 LaunchConfig one_block(const Tensor& on, const char* name) {
   return {.grid = 1, .block = kThreads, .stream = current_stream(on.device().index), .name = name};
-}
-
-void check_contiguous(const char* op, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    HG_CHECK(!t->defined() || t->is_contiguous(), op, " on ", t->device().str(),
-             ": the kernels take contiguous tensors, got shape ", shape_str(t->shape()), " with strides ",
-             shape_str(t->strides()));
 }
 
 int64_t cross_entropy_cuda(const Tensor& logits, const Tensor& target, const Tensor& weight, int64_t ignore,

@@ -6,11 +6,11 @@
 #include <limits>
 
 #include "cuda/block_reduce.h"
-#include "cuda/device_math.h"
 #include "cuda/device_types.h"
 #include "cuda/launch.h"
 #include "cuda/primitives/atomics.h"
 #include "ops/amp_kernels.h"
+#include "ops/kernel_math.h"
 
 namespace hg::cuda {
 namespace {

@@ -3,29 +3,14 @@
 // the sums add in the CPU kernel's order, in f32 (f64 for f64), rounded once).
 #include <limits>
 
+#include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
+#include "cuda/nhwc_pixel.h"
 #include "ops/pool2d_kernels.h"
 
 namespace hg::cuda {
 namespace {
-
-// Window p's input rows (or columns) clipped to the image: padding holds no data.
-struct Span {
-  int64_t begin, end;
-};
-HG_HOST_DEVICE Span window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t size) {
-  const int64_t start = p * stride - pad;
-  return {start > 0 ? start : 0, start + kernel < size ? start + kernel : size};
-}
-
-// The element's coordinates in a [N, rows, cols, C] tensor.
-struct Pixel {
-  int64_t n, row, col, c;
-};
-HG_HOST_DEVICE Pixel pixel_of(int64_t i, int64_t rows, int64_t cols, int64_t C) {
-  return {i / (C * cols * rows), i / (C * cols) % rows, i / C % cols, i % C};
-}
 
 template <class T>
 struct MaxPoolForward {
@@ -36,7 +21,7 @@ struct MaxPoolForward {
   HG_DEVICE void operator()(int64_t o) const {
     using Cmp = compute_t<T>;
     const Pixel px = pixel_of(o, g.P, g.Q, g.C);
-    const Span hs = window_span(px.row, g.R, g.sh, g.ph, g.H), ws = window_span(px.col, g.S, g.sw, g.pw, g.W);
+    const WindowSpan hs = window_span(px.row, g.R, g.sh, g.ph, g.H), ws = window_span(px.col, g.S, g.sw, g.pw, g.W);
     const T* xn = x + px.n * g.H * g.W * g.C + px.c;
     // As on the CPU: the first element wins ties, and wins outright when all are -inf.
     Cmp best = -std::numeric_limits<Cmp>::infinity();
@@ -44,7 +29,7 @@ struct MaxPoolForward {
     for (int64_t h = hs.begin; h < hs.end; ++h)
       for (int64_t w = ws.begin; w < ws.end; ++w) {
         const Cmp a = dev_load(xn[(h * g.W + w) * g.C]);
-        if (a > best || a != a) {  // NaN wins, as in PyTorch
+        if (max_pool_takes(a, best)) {
           best = a;
           idx = h * g.W + w;
         }
@@ -83,7 +68,7 @@ struct AvgPoolForward {
   HG_DEVICE void operator()(int64_t o) const {
     using A = accum_t<T>;
     const Pixel px = pixel_of(o, g.P, g.Q, g.C);
-    const Span hs = window_span(px.row, g.R, g.sh, g.ph, g.H), ws = window_span(px.col, g.S, g.sw, g.pw, g.W);
+    const WindowSpan hs = window_span(px.row, g.R, g.sh, g.ph, g.H), ws = window_span(px.col, g.S, g.sw, g.pw, g.W);
     const T* xn = x + px.n * g.H * g.W * g.C + px.c;
     A acc(0);
     for (int64_t h = hs.begin; h < hs.end; ++h)
@@ -109,13 +94,6 @@ struct AvgPoolBackward {
     gx[i] = dev_store<T>(acc / static_cast<A>(g.R * g.S));
   }
 };
-
-void check_contiguous(const char* op, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    HG_CHECK(!t->defined() || t->is_contiguous(), op, " on ", t->device().str(),
-             ": the kernels take contiguous tensors, got shape ", shape_str(t->shape()), " with strides ",
-             shape_str(t->strides()));
-}
 
 void max_pool2d_cuda(const Tensor& x, const Tensor& y, const Tensor& argmax, const Pool2dGeometry& g) {
   check_contiguous("max_pool2d", {&x, &y, &argmax});

@@ -1,7 +1,7 @@
 // Random fills on the cuda device: element i is Philox block i of the key, computed by the
 // same philox4x32 as the CPU (framework/generator.h) and turned into a value by the same
-// f64 arithmetic, so a seeded draw gives the same tensor on every device.
-#include "cuda/device_math.h"
+// function (philox_value, ops/random_kernels.h), so a seeded draw gives the same tensor on
+// every device.
 #include "cuda/elementwise_loops.h"
 #include "ops/random_kernels.h"
 
@@ -12,24 +12,7 @@ template <class T>
 __global__ void random_fill(T* out, int64_t n, Distribution d, PhiloxKey key, double p0, double p1) {
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const std::array<uint32_t, 4> w = philox4x32(key, static_cast<uint64_t>(i));
-    double v = 0;
-    switch (d) {
-      case Distribution::uniform:
-        v = p0 + (p1 - p0) * (sizeof(T) == 8 ? uniform_f64(w[0], w[1]) : double(uniform_f32(w[0])));
-        break;
-      case Distribution::normal: {
-        const double u = 1.0 - uniform_f64(w[0], w[1]), t = uniform_f64(w[2], w[3]);
-        v = p0 + p1 * math_sqrt(-2.0 * math_log(u)) * math_cos(6.283185307179586 * t);
-        break;
-      }
-      case Distribution::integer: {
-        const uint64_t range = static_cast<uint64_t>(p1 - p0), r = (uint64_t{w[0]} << 32) | w[1];
-        v = p0 + static_cast<double>(r % range);
-        break;
-      }
-      case Distribution::bernoulli: v = uniform_f64(w[0], w[1]) < p0 ? 1.0 : 0.0; break;
-    }
-    out[i] = dev_store<T>(v);
+    out[i] = dev_store<T>(philox_value(d, w, sizeof(T) == 8, p0, p1));
   }
 }
 

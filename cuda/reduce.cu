@@ -12,30 +12,10 @@
 namespace hg::cuda {
 namespace {
 
-template <class A>
-struct Combine {
-  ReduceOp op;
-  HG_DEVICE A operator()(A acc, A v) const {
-    switch (op) {
-      case ReduceOp::sum:
-      case ReduceOp::mean: return acc + v;
-      case ReduceOp::max: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v > acc ? v : acc);
-      case ReduceOp::min: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v < acc ? v : acc);
-    }
-    return acc;
-  }
-  HG_DEVICE A identity() const {
-    using L = std::numeric_limits<A>;
-    if (op == ReduceOp::max) return L::has_infinity ? -L::infinity() : L::lowest();
-    if (op == ReduceOp::min) return L::has_infinity ? L::infinity() : L::max();
-    return A(0);
-  }
-};
-
 template <class T>
 __global__ void reduce_rows(TensorArg x, T* out, int64_t rows, int64_t len, ReduceOp op) {
   using A = accum_t<T>;
-  const Combine<A> red{op};
+  const ReduceCombine<A> red{op};
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     A acc = red.identity();
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) acc = red(acc, A(dev_load(*element_ptr<const T>(x, r * len + j))));
@@ -50,14 +30,8 @@ __global__ void argmax_lines(TensorArg x, TensorArg out, int64_t lines, int64_t 
   for (int64_t r = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; r < lines; r += int64_t{gridDim.x} * blockDim.x) {
     int64_t best = 0;
     auto bv = dev_load(*element_ptr<const T>(x, r * len));
-    for (int64_t i = 1; i < len; ++i) {
-      const auto v = dev_load(*element_ptr<const T>(x, r * len + i));
-      if (bv != bv) break;  // NaN is the maximum, as in NumPy
-      if (v > bv || v != v) {
-        bv = v;
-        best = i;
-      }
-    }
+    for (int64_t i = 1; i < len; ++i)
+      if (!argmax_step(bv, best, dev_load(*element_ptr<const T>(x, r * len + i)), i)) break;
     *element_ptr<int64_t>(out, r) = best;
   }
 }

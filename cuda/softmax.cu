@@ -3,10 +3,10 @@
 // maximum and the sums in f32 (f64 for f64), each output rounded once as on the CPU.
 #include <limits>
 
-#include "cuda/device_math.h"
 #include "cuda/device_types.h"
 #include "cuda/launch.h"
 #include "cuda/row_groups.h"
+#include "ops/kernel_math.h"
 #include "ops/softmax_kernels.h"
 
 namespace hg::cuda {

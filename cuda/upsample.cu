@@ -1,8 +1,10 @@
 // Nearest and bilinear upsampling on the cuda device, NHWC: one thread per output element
 // forward; backward one thread per input element, gathering the outputs that read it in
 // the CPU kernel's order (columns, then rows), summed in f32 (f64 for f64), rounded once.
+#include "cuda/contiguous_check.h"
 #include "cuda/device_types.h"
 #include "cuda/index_loop.h"
+#include "cuda/nhwc_pixel.h"
 #include "ops/upsample_kernels.h"
 
 namespace hg::cuda {
@@ -17,7 +19,7 @@ struct UpsampleForward {
   HG_DEVICE void operator()(int64_t o) const {
     using Cmp = compute_t<T>;
     const int64_t OH = H * scale, OW = W * scale;
-    const int64_t c = o % C, ow = o / C % OW, oh = o / (C * OW) % OH, n = o / (C * OW * OH);
+    const auto [n, oh, ow, c] = pixel_of(o, OH, OW, C);
     const T* xn = x + n * H * W * C + c;
     if (!bilinear) {
       y[o] = xn[(oh / scale * W + ow / scale) * C];
@@ -67,7 +69,7 @@ struct UpsampleBackward {
   HG_DEVICE void operator()(int64_t i) const {
     using A = accum_t<T>;
     const int64_t OH = H * scale, OW = W * scale;
-    const int64_t c = i % C, w = i / C % W, h = i / (C * W) % H, n = i / (C * W * H);
+    const auto [n, h, w, c] = pixel_of(i, H, W, C);
     const AxisReaders rows = axis_readers(h, scale, H, bilinear), cols = axis_readers(w, scale, W, bilinear);
     A acc(0);
     for (int64_t oh = rows.begin; oh < rows.end; ++oh) {
@@ -85,14 +87,8 @@ struct UpsampleBackward {
   }
 };
 
-void check_contiguous(const char* op, const Tensor& a, const Tensor& b) {
-  for (const Tensor* t : {&a, &b})
-    HG_CHECK(t->is_contiguous(), op, " on ", t->device().str(), ": the kernels take contiguous tensors, got shape ",
-             shape_str(t->shape()), " with strides ", shape_str(t->strides()));
-}
-
 void upsample_cuda(const Tensor& x, const Tensor& y, int64_t scale, UpsampleMode mode) {
-  check_contiguous("upsample", x, y);
+  check_contiguous("upsample", {&x, &y});
   visit_floating(x.dtype(), "upsample", [&]<typename T>() {
     for_each_index(y.device().index, "upsample", y.numel(),
                    UpsampleForward<T>{x.data<T>(), y.data<T>(), x.size(1), x.size(2), x.size(3), scale,
@@ -101,7 +97,7 @@ void upsample_cuda(const Tensor& x, const Tensor& y, int64_t scale, UpsampleMode
 }
 
 void upsample_backward_cuda(const Tensor& gy, const Tensor& gx, int64_t scale, UpsampleMode mode) {
-  check_contiguous("upsample backward", gy, gx);
+  check_contiguous("upsample backward", {&gy, &gx});
   visit_floating(gy.dtype(), "upsample backward", [&]<typename T>() {
     for_each_index(gx.device().index, "upsample_backward", gx.numel(),
                    UpsampleBackward<T>{gy.data<T>(), gx.data<T>(), gx.size(1), gx.size(2), gx.size(3), scale,

@@ -6,15 +6,9 @@
 #include <cstdint>
 #include <limits>
 
-namespace hg {
+#include "framework/float_narrow.h"
 
-namespace detail {
-// v >> s rounded to nearest, ties to even; a carry out of the significand correctly bumps
-// the exponent field.
-constexpr uint64_t bf16_shift_round_even(uint64_t v, unsigned s) {
-  return (v + (uint64_t{1} << (s - 1)) - 1 + ((v >> s) & 1)) >> s;
-}
-}  // namespace detail
+namespace hg {
 
 // A signaling NaN comes back quiet, as from any IEEE conversion and as hg::half does.
 constexpr float bf16_bits_to_float(uint16_t b) {
@@ -23,36 +17,16 @@ constexpr float bf16_bits_to_float(uint16_t b) {
   return std::bit_cast<float>(nan ? x | 0x400000u : x);
 }
 
-// bf16 shares float's exponent, so rounding is the same integer operation for normals,
-// subnormals and overflow (a float above the last midpoint carries into the inf pattern).
-// Only NaN needs its own case: rounding its bits could carry into inf or into the sign.
+// Rounds to nearest, ties to even (framework/float_narrow.h). bf16 shares float's exponent
+// range, so only the fraction rounds: past the largest bf16 it carries into inf.
 constexpr uint16_t float_to_bf16_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>(detail::bf16_shift_round_even(x, 16));
+  return detail::narrow_float_bits<8, 23, 8, 7>(std::bit_cast<uint32_t>(f));
 }
 
 // Rounds once, straight from the double; through float, 1 + 2^-8 + 2^-40 would first become
 // the tie 1 + 2^-8 and then round to 1 instead of 1 + 2^-7.
 constexpr uint16_t double_to_bf16_bits(double d) {
-  const uint64_t x = std::bit_cast<uint64_t>(d);
-  const uint64_t sign = (x >> 48) & 0x8000u;
-  const uint64_t a = x & 0x7fffffffffffffffu;
-  uint64_t mag;
-  if (a > 0x7ff0000000000000u) {
-    mag = 0x7fc0u | ((a >> 45) & 0x7fu);
-  } else if (a >= 0x47eff00000000000u) {
-    mag = 0x7f80u;  // >= the midpoint between the largest bf16 and 2^128: ties to even, inf
-  } else if (a >= 0x3810000000000000u) {
-    mag = detail::bf16_shift_round_even(a - (uint64_t{896} << 52), 45);  // normal: rebias 1023 -> 127
-  } else if (a <= 0x3790000000000000u) {
-    mag = 0;  // at most 2^-134, half the smallest subnormal: the tie goes to even, zero
-  } else {
-    // Subnormal result: the value in units of 2^-133 is the full significand m * 2^(e - 942).
-    const uint64_t e = a >> 52;
-    mag = detail::bf16_shift_round_even((a & 0xfffffffffffffu) | (uint64_t{1} << 52), static_cast<unsigned>(942 - e));
-  }
-  return static_cast<uint16_t>(sign | mag);
+  return detail::narrow_float_bits<11, 52, 8, 7>(std::bit_cast<uint64_t>(d));
 }
 
 // Like hg::half, no operators: compute in float, round once, compare as floats.

@@ -6,15 +6,9 @@
 #include <cstdint>
 #include <limits>
 
-namespace hg {
+#include "framework/float_narrow.h"
 
-namespace detail {
-// v >> s rounded to nearest, ties to even. A carry out of the significand lands in the
-// exponent field, which is the right result at a binade boundary.
-constexpr uint64_t half_shift_round_even(uint64_t v, unsigned s) {
-  return (v + (uint64_t{1} << (s - 1)) - 1 + ((v >> s) & 1)) >> s;
-}
-}  // namespace detail
+namespace hg {
 
 // A signaling NaN comes back quiet: a conversion is an IEEE operation, and F16C's
 // vcvtph2ps does the same, so the portable and hardware paths agree bit for bit.
@@ -31,51 +25,16 @@ constexpr float half_bits_to_float(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-// Rounds to nearest, ties to even, in integer arithmetic so no FPU mode (FTZ, DAZ, directed
-// rounding) can change the result.
+// Rounds to nearest, ties to even (framework/float_narrow.h): overflow to inf from 65520
+// on, the midpoint above 65504; underflow to the nearest subnormal, zero at or below 2^-25.
 constexpr uint16_t float_to_half_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t a = x & 0x7fffffffu;
-  uint64_t mag;
-  if (a > 0x7f800000u) {
-    // Keep the top payload bits but force the quiet bit, so a NaN whose payload sits in the
-    // low bits cannot turn into inf.
-    mag = 0x7e00u | ((a >> 13) & 0x3ffu);
-  } else if (a >= 0x477ff000u) {
-    mag = 0x7c00u;  // >= 65520, the midpoint between 65504 and 2^16: ties go to the even side, inf
-  } else if (a >= 0x38800000u) {
-    mag = detail::half_shift_round_even(a - (112u << 23), 13);  // normal: rebias 127 -> 15
-  } else if (a <= 0x33000000u) {
-    mag = 0;  // at most 2^-25, half the smallest subnormal: the tie goes to even, zero
-  } else {
-    // Subnormal result: the value in units of 2^-24 is the full significand m * 2^(e - 126).
-    const uint32_t e = a >> 23;
-    mag = detail::half_shift_round_even((a & 0x7fffffu) | 0x800000u, 126 - e);
-  }
-  return static_cast<uint16_t>(sign | mag);
+  return detail::narrow_float_bits<8, 23, 5, 10>(std::bit_cast<uint32_t>(f));
 }
 
 // Rounds once, straight from the double. Going through float would round twice and can
 // land on the wrong side of a tie (1 + 2^-11 + 2^-30 must give 1 + 2^-10, not 1).
 constexpr uint16_t double_to_half_bits(double d) {
-  const uint64_t x = std::bit_cast<uint64_t>(d);
-  const uint64_t sign = (x >> 48) & 0x8000u;
-  const uint64_t a = x & 0x7fffffffffffffffu;
-  uint64_t mag;
-  if (a > 0x7ff0000000000000u) {
-    mag = 0x7e00u | ((a >> 42) & 0x3ffu);
-  } else if (a >= 0x40effe0000000000u) {
-    mag = 0x7c00u;  // >= 65520
-  } else if (a >= 0x3f10000000000000u) {
-    mag = detail::half_shift_round_even(a - (uint64_t{1008} << 52), 42);  // rebias 1023 -> 15
-  } else if (a <= 0x3e60000000000000u) {
-    mag = 0;  // <= 2^-25
-  } else {
-    const uint64_t e = a >> 52;
-    mag = detail::half_shift_round_even((a & 0xfffffffffffffu) | (uint64_t{1} << 52), static_cast<unsigned>(1051 - e));
-  }
-  return static_cast<uint16_t>(sign | mag);
+  return detail::narrow_float_bits<11, 52, 5, 10>(std::bit_cast<uint64_t>(d));
 }
 
 // No comparison or arithmetic operators on purpose: arithmetic happens in float and is rounded

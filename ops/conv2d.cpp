@@ -13,21 +13,21 @@
 
 namespace hg {
 
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_forward_stub(
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&)> conv2d_forward_stub(
     "conv2d_forward");
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_dgrad_stub(
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&)> conv2d_dgrad_stub(
     "conv2d_dgrad");
-DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)> conv2d_wgrad_stub("conv2d_wgrad");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&)> conv2d_wgrad_stub("conv2d_wgrad");
 
 namespace {
 
-using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
+using Stub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&)>;
 
 std::string shape_of(const Tensor& t) { return t.defined() ? shape_str(t.shape()) : std::string("undefined"); }
 std::string pair_str(const std::array<int64_t, 2>& v) { return detail::concat("(", v[0], ", ", v[1], ")"); }
 
 // Runs a kernel into `out`; an empty operand contributes nothing, so the result is zeros.
-void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor& out, const ConvParams& p) {
+void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor& out, const Conv2dOptions& p) {
   if (out.numel() == 0) return;
   if (a.numel() == 0 || b.numel() == 0)
     fill_(out, 0.0);
@@ -35,12 +35,12 @@ void run_kernel(const Stub& stub, const Tensor& a, const Tensor& b, const Tensor
     stub(out.device(), a, b, out, p);
 }
 
-using BiasStub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvParams&)>;
+using BiasStub = DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&)>;
 
 // conv2d's forward or input gradient with the bias inside the kernel's sum (one rounding);
 // with an empty operand the result is the bias alone.
 void run_biased(const BiasStub& stub, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
-                const ConvParams& p) {
+                const Conv2dOptions& p) {
   if (y.numel() == 0) return;
   if (x.numel() == 0 || w.numel() == 0)
     bias.defined() ? void(copy_(y, bias.expand(y.shape()))) : void(fill_(y, 0.0));
@@ -105,7 +105,7 @@ void check_bias(const char* op, const Tensor& b, int64_t channels, const Tensor&
 // it swaps kernels: its forward is dgrad, its input gradient is forward, and its weight
 // gradient is wgrad with the input and the output gradient exchanged.
 Tensor convolve(const char* op, bool transposed, const Tensor& x, const Tensor& w, const Tensor& b, const Shape& out,
-                const ConvParams& p) {
+                const Conv2dOptions& p) {
   Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
   Tensor y = empty(out, {x.dtype(), x.device()});
   run_biased(transposed ? conv2d_dgrad_stub : conv2d_forward_stub, xc, wc, b.defined() ? b.detach().contiguous() : Tensor(),

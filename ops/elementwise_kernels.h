@@ -6,6 +6,7 @@
 
 #include "framework/dispatch.h"
 #include "framework/tensor.h"
+#include "ops/kernel_math.h"
 
 namespace hg {
 
@@ -44,6 +45,18 @@ extern DispatchStub<void(BinaryOp, const Tensor& a, const Tensor& b, const Tenso
     binary_stub;
 // out = cond ? a : b (cond bool; a, b, out one dtype).
 extern DispatchStub<void(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out)> where_stub;
+
+// GELU's exact (erf) form and its derivative in compute precision, for every backend's kernel.
+template <class C>
+HG_HOST_DEVICE C gelu_exact(C x) {
+  return C(0.5) * x * (C(1) + math_erf(x * C(0.70710678118654752440)));
+}
+template <class C>
+HG_HOST_DEVICE C gelu_derivative(C x) {
+  const C cdf = C(0.5) * (C(1) + math_erf(x * C(0.70710678118654752440)));
+  const C pdf = math_exp(C(-0.5) * x * x) * C(0.39894228040143267794);
+  return cdf + x * pdf;
+}
 
 // Non-recording helpers for op implementations (forward and backward bodies): run the
 // kernel into a new tensor. Binary operands must share a dtype; they are broadcast here.

@@ -8,6 +8,7 @@
 
 #include "framework/dispatch.h"
 #include "framework/tensor.h"
+#include "ops/kernel_math.h"
 
 namespace hg {
 
@@ -44,5 +45,55 @@ extern DispatchStub<int64_t(const Tensor& probs, const Tensor& target, double ep
 // gp[n, c] = g_c (2 y_nc (P + Y + eps) - (2I + eps)) / (P + Y + eps)^2; g [C].
 extern DispatchStub<void(const Tensor& g, const Tensor& target, const Tensor& stats, double eps, const Tensor& gp)>
     soft_dice_backward_stub;
+
+// The per-element formulas every backend runs, in the accumulation type A (the sums around
+// them are each backend's own, in a fixed order).
+
+// A row's cross-entropy term w[t] (lse - x_t) from lse's parts: the row's maximum m and
+// log_s = log sum exp(x - m).
+template <class A>
+HG_HOST_DEVICE A cross_entropy_row_loss(A w, A m, A log_s, A x_t) {
+  return w * ((m - x_t) + log_s);
+}
+
+template <class A>
+HG_HOST_DEVICE A pointwise_loss_value(PointwiseLoss kind, A x, A t) {
+  if (kind == PointwiseLoss::mse) return (x - t) * (x - t);
+  // max(x, 0) - x t + log1p(exp(-|x|)): exp never overflows, whatever x's sign.
+  return (x < A(0) ? A(0) : x) - x * t + math_log1p(math_exp(-math_abs(x)));
+}
+
+// d/dx and d/dt of one element's loss, times scale (g / numel).
+template <class A>
+struct PointwiseLossGrad {
+  A gx, gt;
+};
+template <class A>
+HG_HOST_DEVICE PointwiseLossGrad<A> pointwise_loss_grad(PointwiseLoss kind, A x, A t, A scale, bool want_gx) {
+  if (kind == PointwiseLoss::mse) {
+    const A d = A(2) * (x - t) * scale;
+    return {d, -d};
+  }
+  return {want_gx ? (math_sigmoid(x) - t) * scale : A(0), -x * scale};
+}
+
+// Soft Dice of one class from its sums I = sum p y, P = sum p, Y = sum y.
+template <class A>
+HG_HOST_DEVICE A soft_dice_value(A I, A P, A Y, A eps) {
+  return (A(2) * I + eps) / (P + Y + eps);
+}
+
+// d dice_c / d p_nc times the class's upstream gradient gc: `off` on every row, `on` on the
+// rows labelled c ((2 y D - num) / D^2 with D = P + Y + eps, num = 2I + eps).
+template <class A>
+struct SoftDiceGradTerms {
+  A on, off;
+};
+template <class A>
+HG_HOST_DEVICE SoftDiceGradTerms<A> soft_dice_grad(A gc, A I, A P, A Y, A eps) {
+  const A num = A(2) * I + eps, den = P + Y + eps;
+  const A off = -gc * num / (den * den);
+  return {gc * A(2) / den + off, off};
+}
 
 }  // namespace hg

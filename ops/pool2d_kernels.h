@@ -17,6 +17,23 @@ struct Pool2dGeometry {
   int64_t P, Q;
 };
 
+// Window p's input rows [begin, end) (likewise columns) clipped to the image of `size` rows:
+// padding holds no data. constexpr, as below, so cuda kernels call it too.
+struct WindowSpan {
+  int64_t begin, end;
+};
+constexpr WindowSpan window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t size) {
+  const int64_t start = p * stride - pad;
+  return {start > 0 ? start : 0, start + kernel < size ? start + kernel : size};
+}
+
+// Whether max pooling's running maximum `best` gives way to `a`: a larger value or a NaN
+// (NaN wins, as in PyTorch; so does the first element when all are -inf).
+template <class C>
+constexpr bool max_pool_takes(C a, C best) {
+  return a > best || a != a;
+}
+
 // The output rows [lo, hi) whose windows cover input row h (likewise for columns):
 // window p spans input rows [p*sh - ph, p*sh - ph + R). constexpr so cuda kernels call it.
 struct WindowRange {

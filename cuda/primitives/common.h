@@ -4,6 +4,10 @@
 #pragma once
 #include <cstdint>
 
+// HG_HOST_DEVICE, for index arithmetic shared by kernels and host code (fragment maps,
+// swizzles): callable on the device and testable by plain host unit tests.
+#include "framework/host_device.h"
+
 #if defined(HG_CUDA_EMULATION)
 #include "cuda/emu/async_ops.h"
 #include "cuda/emu/collectives.h"
@@ -12,11 +16,3 @@
 #endif
 
 #define HG_DEVICE __device__ __forceinline__
-
-// For index arithmetic shared by kernels and host code (fragment maps, swizzles): callable
-// on the device and testable by plain host unit tests.
-#if defined(__CUDACC__)
-#define HG_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define HG_HOST_DEVICE inline
-#endif

@@ -170,7 +170,7 @@ void choose_algorithm(Plan& plan, const ConvTypes& types, const std::string& whe
 
 // x [N, H, W, C], w [K, R, S, C/G], y [N, P, Q, K] whatever the pass (dgrad writes x's
 // gradient, wgrad w's).
-Plan& plan_for(DeviceState& st, Pass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+Plan& plan_for(DeviceState& st, Pass pass, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   const ConvTypes types = conv_types(x.dtype());
   const PlanKey key{static_cast<int64_t>(pass), static_cast<int64_t>(x.dtype()), static_cast<int64_t>(types.math),
                     x.size(0), x.size(1), x.size(2), x.size(3), w.size(0), w.size(1), w.size(2), w.size(3), y.size(1),
@@ -238,7 +238,7 @@ Plan& plan_for(DeviceState& st, Pass pass, const Tensor& x, const Tensor& w, con
 
 // One pass: `in0`/`in1` are read, `out` overwritten (beta = 0); x, w, y name the tensors of
 // the convolution's shapes for the plan.
-void run(Pass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void run(Pass pass, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   const int device = common_cuda_device("vendor conv2d", {&x, &w, &y});
   HG_CHECK(x.dim() == 4 && w.dim() == 4 && y.dim() == 4, "vendor conv2d: expects x [N, H, W, C], w [K, R, S, C/groups], ",
            "y [N, P, Q, K]; got ", shape_str(x.shape()), ", ", shape_str(w.shape()), ", ", shape_str(y.shape()));
@@ -294,13 +294,13 @@ std::string cudnn_unavailable_reason() {
   return "";
 }
 
-void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   run(Pass::forward, x, w, y, p);
 }
-void conv2d_dgrad(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+void conv2d_dgrad(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dOptions& p) {
   run(Pass::dgrad, gx, w, gy, p);
 }
-void conv2d_wgrad(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+void conv2d_wgrad(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dOptions& p) {
   run(Pass::wgrad, x, gw, gy, p);
 }
 
@@ -315,13 +315,13 @@ namespace {
 const char* kWhy = "cuDNN's header cudnn.h was not found when this halfgrad was built";
 }
 std::string cudnn_unavailable_reason() { return kWhy; }
-void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
-void conv2d_dgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_dgrad(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
-void conv2d_wgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_wgrad(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
 }  // namespace hg::cuda::vendor

@@ -11,13 +11,13 @@ const char* kWhy = "the cuBLAS/cuDNN references need a native CUDA build; this i
 std::string cublas_unavailable_reason() { return kWhy; }
 std::string cudnn_unavailable_reason() { return kWhy; }
 void bmm(const Tensor&, const Tensor&, const Tensor&) { throw Error(std::string("vendor bmm: ") + kWhy); }
-void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_forward(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
-void conv2d_dgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_dgrad(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
-void conv2d_wgrad(const Tensor&, const Tensor&, const Tensor&, const ConvParams&) {
+void conv2d_wgrad(const Tensor&, const Tensor&, const Tensor&, const Conv2dOptions&) {
   throw Error(std::string("vendor conv2d: ") + kWhy);
 }
 }  // namespace hg::cuda::vendor

@@ -23,8 +23,8 @@ void bmm(const Tensor& a, const Tensor& b, const Tensor& out);
 // cuDNN, NHWC / KRSC, contiguous tensors, the algorithm found once per shape; f16/bf16 on
 // tensor cores with f32 compute; f32: strict and accurate -> CUDNN_FMA_MATH (plain f32),
 // fast -> CUDNN_DEFAULT_MATH (TF32 allowed).
-void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p);
-void conv2d_dgrad(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p);
-void conv2d_wgrad(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p);
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p);
+void conv2d_dgrad(const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dOptions& p);
+void conv2d_wgrad(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dOptions& p);
 
 }  // namespace hg::cuda::vendor

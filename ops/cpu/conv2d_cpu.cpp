@@ -21,7 +21,7 @@ struct Geometry {
   int64_t sh, sw, ph, pw, dh, dw;
 };
 
-Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   Geometry g{};
   g.N = x.size(0), g.H = x.size(1), g.W = x.size(2), g.C = x.size(3);
   g.K = w.size(0), g.R = w.size(1), g.S = w.size(2), g.Cg = w.size(3);
@@ -70,7 +70,7 @@ std::vector<compute_t<T>> widened_bias(const Tensor& bias) {
 }
 
 template <class T>
-void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const Tensor& yt, const ConvParams& prm) {
+void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const Tensor& yt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(xt, wt, yt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
@@ -108,7 +108,7 @@ Taps phase_taps(int64_t a, int64_t R, int64_t stride, int64_t pad, int64_t dil) 
 // each phase is one implicit GEMM over gy with only the taps that reach it. The bias (one
 // per input channel c) joins each sum in the epilogue.
 template <class T>
-void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const Tensor& gxt, const ConvParams& prm) {
+void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const Tensor& gxt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(gxt, wt, gyt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
@@ -163,7 +163,7 @@ int64_t wgrad_chunk(int64_t pixels, int64_t wsize, int64_t acc_bytes) {
 // packing of gy, and the few filters (Kg) are its N, where a half-width register tile
 // serves Kg = 8 without padding.
 template <class T>
-void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const ConvParams& prm) {
+void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(xt, gwt, gyt, prm);
   const int64_t pixels = g.N * g.P * g.Q, wsize = g.K * g.RSCg;
@@ -209,13 +209,13 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   });
 }
 
-void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvParams& p) {
+void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Conv2dOptions& p) {
   visit_floating(y.dtype(), "conv2d", [&]<typename T>() { forward_typed<T>(x, w, b, y, p); });
 }
-void conv2d_dgrad_cpu(const Tensor& gy, const Tensor& w, const Tensor& b, const Tensor& gx, const ConvParams& p) {
+void conv2d_dgrad_cpu(const Tensor& gy, const Tensor& w, const Tensor& b, const Tensor& gx, const Conv2dOptions& p) {
   visit_floating(gx.dtype(), "conv2d (input gradient)", [&]<typename T>() { dgrad_typed<T>(gy, w, b, gx, p); });
 }
-void conv2d_wgrad_cpu(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvParams& p) {
+void conv2d_wgrad_cpu(const Tensor& gy, const Tensor& x, const Tensor& gw, const Conv2dOptions& p) {
   visit_floating(gw.dtype(), "conv2d (weight gradient)", [&]<typename T>() { wgrad_typed<T>(gy, x, gw, p); });
 }
 

@@ -47,17 +47,6 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   });
 }
 
-template <class C>
-C gelu_exact(C x) {
-  return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
-}
-template <class C>
-C gelu_derivative(C x) {
-  const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.70710678118654752440)));
-  const C pdf = std::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
-  return cdf + x * pdf;
-}
-
 // exp(-x) overflows for x below about -88.7 in f32 although the result (~e^x) is still
 // representable there, so for x < 0 the form e^x / (1 + e^x) is used. Selects, not a
 // branch (a sign that changes at random mispredicts), and only exp runs lane by lane.

@@ -58,7 +58,7 @@ int64_t cross_entropy_typed(const Tensor& logits, const Tensor& target, const Te
       const A m = rows::max(row, C), log_s = std::log(rows::exp_sum(row, C, m, e.data()));
       plse[r] = m + log_s;
       const A w = pw ? pw[t] : A(1);
-      l += w * ((m - A(load(row[t]))) + log_s);
+      l += cross_entropy_row_loss(w, m, log_s, A(load(row[t])));
       ws += w;
     }
     part_loss[b] = l;
@@ -106,12 +106,6 @@ void cross_entropy_backward_typed(const Tensor& g, const Tensor& logits, const T
   });
 }
 
-template <class A>
-A pointwise_value(PointwiseLoss kind, A x, A t) {
-  if (kind == PointwiseLoss::mse) return (x - t) * (x - t);
-  return std::max(x, A(0)) - x * t + std::log1p(std::exp(-std::abs(x)));
-}
-
 template <class T>
 void pointwise_loss_typed(PointwiseLoss kind, const Tensor& x, const Tensor& t, const Tensor& out) {
   using A = accum_t<T>;
@@ -121,19 +115,12 @@ void pointwise_loss_typed(PointwiseLoss kind, const Tensor& x, const Tensor& t, 
   std::vector<A> part(static_cast<size_t>(block_count(n)));
   for_blocks(n, kind == PointwiseLoss::mse ? 2 : 16, [&](int64_t b, int64_t i0, int64_t i1) {
     A s = 0;
-    for (int64_t i = i0; i < i1; ++i) s += pointwise_value<A>(kind, load(px[i]), load(pt[i]));
+    for (int64_t i = i0; i < i1; ++i) s += pointwise_loss_value<A>(kind, load(px[i]), load(pt[i]));
     part[b] = s;
   });
   A total = 0;
   for (A s : part) total += s;
   *out.data<T>() = store<T>(total / A(n));
-}
-
-template <class A>
-A sigmoid(A x) {
-  if (x >= A(0)) return A(1) / (A(1) + std::exp(-x));
-  const A e = std::exp(x);
-  return e / (A(1) + e);
 }
 
 template <class T>
@@ -148,15 +135,9 @@ void pointwise_loss_backward_typed(PointwiseLoss kind, const Tensor& g, const Te
   const A scale = A(load(*g.data<T>())) / A(n);
   parallel_for(n, 8, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      const A xi = load(px[i]), ti = load(pt[i]);
-      if (kind == PointwiseLoss::mse) {
-        const A d = A(2) * (xi - ti) * scale;
-        if (pgx) pgx[i] = store<T>(d);
-        if (pgt) pgt[i] = store<T>(-d);
-      } else {
-        if (pgx) pgx[i] = store<T>((sigmoid(xi) - ti) * scale);
-        if (pgt) pgt[i] = store<T>(-xi * scale);
-      }
+      const PointwiseLossGrad<A> d = pointwise_loss_grad<A>(kind, load(px[i]), load(pt[i]), scale, pgx != nullptr);
+      if (pgx) pgx[i] = store<T>(d.gx);
+      if (pgt) pgt[i] = store<T>(d.gt);
     }
   });
 }
@@ -194,7 +175,7 @@ int64_t soft_dice_typed(const Tensor& probs, const Tensor& target, double eps, c
     for (int64_t k = 0; k < 3 * C; ++k) ps[k] += part[static_cast<size_t>(b * 3 * C + k)];
   T* pd = dice.data<T>();
   const A e = static_cast<A>(eps);
-  for (int64_t c = 0; c < C; ++c) pd[c] = store<T>((A(2) * ps[c] + e) / (ps[C + c] + ps[2 * C + c] + e));
+  for (int64_t c = 0; c < C; ++c) pd[c] = store<T>(soft_dice_value(ps[c], ps[C + c], ps[2 * C + c], e));
   return first_bad(part_bad);
 }
 
@@ -207,13 +188,13 @@ void soft_dice_backward_typed(const Tensor& g, const Tensor& target, const Tenso
   const A* ps = stats.data<A>();
   const T* pg = g.data<T>();
   T* po = gp.data<T>();
-  // d dice_c / d p_nc = (2 y_nc D - num) / D^2: a per-class constant, plus 2 / D on the labelled class.
+  // A per-class constant, plus 2 gc / D on the labelled class: computed once per class.
   std::vector<A> on(static_cast<size_t>(C)), off(static_cast<size_t>(C));
   const A e = static_cast<A>(eps);
   for (int64_t c = 0; c < C; ++c) {
-    const A gc = load(pg[c]), num = A(2) * ps[c] + e, den = ps[C + c] + ps[2 * C + c] + e;
-    off[c] = -gc * num / (den * den);
-    on[c] = gc * A(2) / den + off[c];
+    const SoftDiceGradTerms<A> d = soft_dice_grad<A>(A(load(pg[c])), ps[c], ps[C + c], ps[2 * C + c], e);
+    on[c] = d.on;
+    off[c] = d.off;
   }
   parallel_for(N, C, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {

@@ -13,15 +13,6 @@
 namespace hg::cpu {
 namespace {
 
-// The input rows (or columns) of window p clipped to the image: padding holds no data.
-struct Span {
-  int64_t begin, end;
-};
-Span window_span(int64_t p, int64_t kernel, int64_t stride, int64_t pad, int64_t size) {
-  const int64_t start = p * stride - pad;
-  return {std::max<int64_t>(start, 0), std::min(start + kernel, size)};
-}
-
 // One window element's channels [0, C) folded into the running maximum: a channel takes
 // the value when it is larger or NaN (NaN wins, as in PyTorch). Returns the first channel
 // left to the scalar loop: the vector body covers whole groups of 8.
@@ -57,10 +48,10 @@ void max_pool_forward(const Tensor& x, const Tensor& y, const Tensor& argmax, co
     std::vector<int32_t> idx(static_cast<size_t>(C));
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t n = row / g.P, p = row % g.P;
-      const Span hs = window_span(p, g.R, g.sh, g.ph, g.H);
+      const WindowSpan hs = window_span(p, g.R, g.sh, g.ph, g.H);
       const T* xn = xp + n * g.H * g.W * C;
       for (int64_t q = 0; q < g.Q; ++q) {
-        const Span ws = window_span(q, g.S, g.sw, g.pw, g.W);
+        const WindowSpan ws = window_span(q, g.S, g.sw, g.pw, g.W);
         // Every window holds at least one input element (padding <= kernel / 2), which
         // wins when all are -inf.
         std::fill(best.begin(), best.end(), -std::numeric_limits<Cmp>::infinity());
@@ -71,7 +62,7 @@ void max_pool_forward(const Tensor& x, const Tensor& y, const Tensor& argmax, co
             const auto id = static_cast<int32_t>(h * g.W + w);
             for (int64_t c = max_step8(v, best.data(), idx.data(), id, C); c < C; ++c) {
               const Cmp a = load(v[c]);
-              const bool take = a > best[c] || a != a;  // NaN wins, as in PyTorch
+              const bool take = max_pool_takes(a, best[c]);
               best[c] = take ? a : best[c];
               idx[c] = take ? id : idx[c];
             }
@@ -141,10 +132,10 @@ void avg_pool_forward(const Tensor& x, const Tensor& y, const Pool2dGeometry& g)
     std::vector<A> acc(static_cast<size_t>(C));
     for (int64_t row = r0; row < r1; ++row) {
       const int64_t n = row / g.P, p = row % g.P;
-      const Span hs = window_span(p, g.R, g.sh, g.ph, g.H);
+      const WindowSpan hs = window_span(p, g.R, g.sh, g.ph, g.H);
       const T* xn = xp + n * g.H * g.W * C;
       for (int64_t q = 0; q < g.Q; ++q) {
-        const Span ws = window_span(q, g.S, g.sw, g.pw, g.W);
+        const WindowSpan ws = window_span(q, g.S, g.sw, g.pw, g.W);
         std::fill(acc.begin(), acc.end(), A(0));
         for (int64_t h = hs.begin; h < hs.end; ++h) {
           for (int64_t w = ws.begin; w < ws.end; ++w) {

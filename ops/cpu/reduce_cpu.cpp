@@ -14,25 +14,6 @@
 namespace hg::cpu {
 namespace {
 
-template <class A>
-struct Reducer {
-  ReduceOp op;
-  A init() const {
-    if (op == ReduceOp::max) return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
-    if (op == ReduceOp::min) return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
-    return A(0);
-  }
-  A combine(A acc, A v) const {
-    switch (op) {
-      case ReduceOp::sum:
-      case ReduceOp::mean: return acc + v;
-      case ReduceOp::max: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v > acc ? v : acc);
-      case ReduceOp::min: return (v != v || acc != acc) ? (acc != acc ? acc : v) : (v < acc ? v : acc);
-    }
-    return acc;
-  }
-};
-
 #ifdef HG_VEC8
 // acc[0, 8G) += the sums over rows [r0, r1) of columns [c, c + 8G), G independent vector
 // chains (one chain waits on its add's latency every row).
@@ -86,7 +67,7 @@ int64_t add_lanes8(const T* row, int64_t len, A* lanes) {
 template <class T>
 void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   using A = accum_t<T>;
-  const Reducer<A> red{op};
+  const ReduceCombine<A> red{op};
   const int64_t n_out = out.numel(), n_in = x.numel();
   const A count = static_cast<A>(n_in / std::max<int64_t>(n_out, 1));
   auto finish = [&](A acc) { return store<T>(op == ReduceOp::mean ? acc / count : acc); };
@@ -117,8 +98,8 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
           for (int k = 0; k < 8; ++k) acc += lanes[k];
           o[r] = finish(acc);
         } else {
-          A acc = red.init();
-          for (int64_t i = 0; i < len; ++i) acc = red.combine(acc, load(row[i]));
+          A acc = red.identity();
+          for (int64_t i = 0; i < len; ++i) acc = red(acc, load(row[i]));
           o[r] = finish(acc);
         }
       }
@@ -137,12 +118,12 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   if (leading) {
     const int64_t cols = n_out, rows = n_in / n_out;
     parallel_for(cols, rows, [&](int64_t c0, int64_t c1) {
-      std::vector<A> acc(static_cast<size_t>(c1 - c0), red.init());
+      std::vector<A> acc(static_cast<size_t>(c1 - c0), red.identity());
       int64_t first = c0;
       if (op == ReduceOp::sum || op == ReduceOp::mean) first = add_columns8(px, rows, cols, c0, c1, acc.data());
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = px + r * cols;
-        for (int64_t c = first; c < c1; ++c) acc[c - c0] = red.combine(acc[c - c0], load(row[c]));
+        for (int64_t c = first; c < c1; ++c) acc[c - c0] = red(acc[c - c0], load(row[c]));
       }
       for (int64_t c = c0; c < c1; ++c) o[c] = finish(acc[c - c0]);
     });
@@ -150,7 +131,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   }
 
   // General case: accumulate through a broadcast view of the accumulators.
-  std::vector<A> acc(static_cast<size_t>(n_out), red.init());
+  std::vector<A> acc(static_cast<size_t>(n_out), red.identity());
   Strides acc_strides = contiguous_strides(out.shape());
   for (int64_t d = 0; d < nd; ++d)
     if (out.shape()[d] == 1) acc_strides[d] = 0;
@@ -165,7 +146,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   for_each_strided<2>(x.shape(), ops, [&](int64_t n, std::array<char*, 2> p, std::array<int64_t, 2> s) {
     for (int64_t i = 0; i < n; ++i) {
       A& a = *reinterpret_cast<A*>(p[0] + i * s[0]);
-      a = red.combine(a, load(*reinterpret_cast<const T*>(p[1] + i * s[1])));
+      a = red(a, load(*reinterpret_cast<const T*>(p[1] + i * s[1])));
     }
   }, std::numeric_limits<int64_t>::max());
   for (int64_t i = 0; i < n_out; ++i) o[i] = finish(acc[static_cast<size_t>(i)]);
@@ -195,14 +176,8 @@ void argmax_cpu(const Tensor& x, int64_t axis, const Tensor& out) {
         const T* row = px + r * len;
         int64_t best = 0;
         auto bv = load(row[0]);
-        for (int64_t i = 1; i < len; ++i) {
-          auto v = load(row[i]);
-          if (bv != bv) break;  // NaN is the maximum, as in NumPy
-          if (v > bv || v != v) {
-            bv = v;
-            best = i;
-          }
-        }
+        for (int64_t i = 1; i < len; ++i)
+          if (!argmax_step(bv, best, load(row[i]), i)) break;
         po[r] = best;
       }
     });

@@ -8,7 +8,7 @@ namespace hg::test {
 
 struct ConvCase {
   Shape x, w;  // [N, H, W, C], [K, R, S, C/groups]
-  ConvParams p;
+  Conv2dOptions p;
   const char* what;
 };
 

@@ -30,17 +30,17 @@ const test::ConvCase kTcCases[] = {
 };
 
 // conv2d's forward stub without a bias, called as the gradient stubs are.
-void forward_no_bias(Device d, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void forward_no_bias(Device d, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   conv2d_forward_stub(d, x, w, Tensor(), y, p);
 }
-void dgrad_no_bias(Device d, const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+void dgrad_no_bias(Device d, const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dOptions& p) {
   conv2d_dgrad_stub(d, gy, w, Tensor(), gx, p);
 }
 
 // max |got - f64 result| / max |f64 result| of `stub` on a and b (already rounded to their
 // dtype), got computed on cuda:0 into a poisoned output; a NaN left behind fails.
 template <class F>
-double stub_error(const F& stub, const Tensor& a, const Tensor& b, const Shape& out, const ConvParams& p) {
+double stub_error(const F& stub, const Tensor& a, const Tensor& b, const Shape& out, const Conv2dOptions& p) {
   Tensor want = empty(out, {f64, Device::cpu()});
   stub(Device::cpu(), a.to(f64), b.to(f64), want, p);
   Tensor got = test::poisoned(out, a.dtype(), kCuda);

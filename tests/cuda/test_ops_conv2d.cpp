@@ -25,16 +25,16 @@ const test::ConvCase kCases[] = {
 };
 
 // conv2d's forward stub without a bias, called as the gradient stubs are.
-void forward_no_bias(Device d, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+void forward_no_bias(Device d, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p) {
   conv2d_forward_stub(d, x, w, Tensor(), y, p);
 }
-void dgrad_no_bias(Device d, const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvParams& p) {
+void dgrad_no_bias(Device d, const Tensor& gy, const Tensor& w, const Tensor& gx, const Conv2dOptions& p) {
   conv2d_dgrad_stub(d, gy, w, Tensor(), gx, p);
 }
 
 // Runs `stub` on the CPU and (into a poisoned output) on cuda:0 and compares.
 template <class F>
-void compare_stub(const F& stub, const Tensor& a, const Tensor& b, const Shape& out, const ConvParams& p) {
+void compare_stub(const F& stub, const Tensor& a, const Tensor& b, const Shape& out, const Conv2dOptions& p) {
   Tensor want = empty(out, {a.dtype(), Device::cpu()});
   stub(Device::cpu(), a, b, want, p);
   Tensor got = test::poisoned(out, a.dtype(), kCuda);
@@ -73,7 +73,7 @@ TEST_CASE("cuda conv2d kernels refuse non-contiguous tensors", "[cuda][ops][conv
   HG_REQUIRE_CUDA();
   const Tensor x = zeros({1, 5, 5, 2}, {f32, kCuda}), w = zeros({2, 3, 3, 2}, {f32, kCuda});
   const Tensor y = zeros({1, 3, 3, 2}, {f32, kCuda});
-  REQUIRE_THROWS_WITH(conv2d_forward_stub(kCuda, x.transpose(1, 2), w, Tensor(), y, ConvParams{}),
+  REQUIRE_THROWS_WITH(conv2d_forward_stub(kCuda, x.transpose(1, 2), w, Tensor(), y, Conv2dOptions{}),
                       Catch::Matchers::Contains("contiguous"));
 }
 

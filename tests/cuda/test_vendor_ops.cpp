@@ -87,7 +87,7 @@ TEST_CASE("vendor conv2d passes equal the CPU's with stride, padding, dilation a
   HG_REQUIRE_VENDOR(true);
   struct Case {
     int64_t N, H, W, C, K, R, S;
-    ConvParams p;
+    Conv2dOptions p;
   };
   const Case cases[] = {
       {2, 9, 11, 8, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},   // the U-Net's 3x3, odd image
@@ -140,9 +140,9 @@ TEST_CASE("vendor references say why they cannot run", "[cuda][vendor]") {
     REQUIRE_THROWS_WITH(cuda::vendor::bmm(a, a, out), Contains("vendor bmm") && Contains("CPU emulation"));
     const Tensor x = test::random_cpu({1, 4, 4, 2}, f32, 2).to(kCuda), w = test::random_cpu({3, 1, 1, 2}, f32, 3).to(kCuda);
     const Tensor y = empty({1, 4, 4, 3}, {f32, kCuda});
-    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_forward(x, w, y, ConvParams{}), Contains("CPU emulation"));
-    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_dgrad(y, w, x, ConvParams{}), Contains("CPU emulation"));
-    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_wgrad(y, x, w, ConvParams{}), Contains("CPU emulation"));
+    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_forward(x, w, y, Conv2dOptions{}), Contains("CPU emulation"));
+    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_dgrad(y, w, x, Conv2dOptions{}), Contains("CPU emulation"));
+    REQUIRE_THROWS_WITH(cuda::vendor::conv2d_wgrad(y, x, w, Conv2dOptions{}), Contains("CPU emulation"));
   } else if (!test::cuda_available()) {
     // Natively without a GPU: either the library file is missing (named) or the device is.
     REQUIRE_THAT(blas, Contains("libcublas") || Contains("no CUDA device"));

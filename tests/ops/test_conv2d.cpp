@@ -183,7 +183,7 @@ TEST_CASE("the conv kernels overwrite every element of a poisoned output", "[con
     CAPTURE(shape_str(c.x), shape_str(c.w));
     for (DType dt : {f32, f16}) {
       Tensor x = rnd(c.x, 1, dt), w = rnd(c.w, 2, dt);
-      const ConvParams p{c.o.stride, c.o.padding, c.o.dilation, c.o.groups};
+      const Conv2dOptions& p = c.o;
       Tensor y = full(ref_conv(x, w, {}, c.o).shape(), NAN, {dt}), gy = rnd(y.shape(), 3, dt);
       Tensor gx = full(c.x, NAN, {dt}), gw = full(c.w, NAN, {dt});
       conv2d_forward_stub(Device::cpu(), x, w, Tensor(), y, p);

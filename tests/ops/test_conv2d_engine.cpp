@@ -19,7 +19,7 @@ namespace {
 
 struct Case {
   Shape x, w;
-  ConvParams p;
+  Conv2dOptions p;
 };
 
 Shape out_shape(const Case& c) {
