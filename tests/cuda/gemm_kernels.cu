@@ -1,6 +1,6 @@
 // Runs cuda/mma_gemm.h's engine on strided tensors with a chosen tile config and epilogue,
 // for tests/cuda/test_mma_gemm.cpp.
-// claims: tensor cores (.ci/ptx_check requires mma.sync in this file's PTX)
+// claims: tensor cores (.ci/sass_check requires HMMA, what mma.sync becomes, in this file's machine code)
 #include "tests/cuda/gemm_kernels.h"
 
 #include <type_traits>

@@ -1,6 +1,6 @@
 // Kernels that run each primitive of cuda/primitives/ once per lane with inputs and outputs
 // indexed by lane, so the tests can compare against the PTX ISA's definitions.
-// claims: tensor cores (.ci/ptx_check requires mma.sync in this file's PTX)
+// claims: tensor cores (.ci/sass_check requires HMMA, what mma.sync becomes, in this file's machine code)
 #include <cstring>
 
 #include "cuda/launch.h"
