@@ -1,12 +1,14 @@
 // The CPU convolution weight gradient on the U-Net's layer shapes (segbench's cpu profile:
-// width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype: where
-// conv2d_wgrad's time goes, layer by layer.
+// width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype, beside the
+// same layer's forward (timed interleaved with it: rounds of one each, best of each): the
+// ratio wgrad / forward GFLOP/s is the number issue 32's goal (>= 0.75) is about.
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "bench/best_seconds.h"
 #include "halfgrad.h"
@@ -34,8 +36,9 @@ std::string layer_name(const Layer& l) {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: conv_wgrad [--help] [FILTER]\n"
-               "  times the CPU conv2d weight gradient on each U-Net layer shape, in f32, bf16 and f16;\n"
+               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [FILTER]\n"
+               "  times the CPU conv2d weight gradient and forward on each U-Net layer shape, in f32, bf16\n"
+               "  and f16 (or the one --dtype names);\n"
                "  FILTER runs only the layers whose name contains it (e.g. '3x3 8->16'); threads: OMP_NUM_THREADS\n");
 }
 
@@ -43,7 +46,17 @@ void usage(std::FILE* to) {
 
 int main(int argc, char** argv) {
   const char* only = nullptr;  // run only layers whose name contains this
+  std::vector<DType> dtypes{f32, bf16, f16};
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--dtype") == 0) {
+      const std::string d = i + 1 < argc ? argv[++i] : "";
+      if (d != "f32" && d != "bf16" && d != "f16") {
+        std::fprintf(stderr, "conv_wgrad: --dtype needs f32, bf16 or f16, got '%s'\n", d.c_str());
+        return 2;
+      }
+      dtypes = {d == "f32" ? f32 : d == "bf16" ? bf16 : f16};
+      continue;
+    }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -64,23 +77,35 @@ int main(int argc, char** argv) {
   NoGrad no_grad;
   const int64_t N = 16;
   const Device cpu = Device::cpu();
-  std::printf("conv2d weight gradient, U-Net w8 d4 b16 64^2, %d threads\n", num_threads());
-  std::printf("%-18s %-5s %9s %9s\n", "layer", "type", "ms", "GFLOP/s");
-  for (DType dt : {f32, bf16, f16}) {
-    double total = 0;
+  std::printf("conv2d weight gradient vs forward, U-Net w8 d4 b16 64^2, %d threads\n", num_threads());
+  std::printf("%-18s %-5s %9s %9s %9s %9s %7s\n", "layer", "type", "wgrad ms", "GFLOP/s", "fwd ms", "GFLOP/s",
+              "ratio");
+  double worst = 1e30;
+  for (DType dt : dtypes) {
+    double total_w = 0, total_f = 0;
     for (const Layer& l : kLayers) {
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
       const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
       Generator g(3);
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
-      Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt});
-      const double s = bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.2, 40);
+      Tensor w = randn({l.cout, l.k, l.k, l.cin}, {dt}, &g);
+      Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt}), y = empty({N, l.hw, l.hw, l.cout}, {dt});
+      // Interleaved: each round times one wgrad and one forward; the best of each is kept.
+      double sw = 1e30, sf = 1e30;
+      for (int round = 0; round < 6; ++round) {
+        sw = std::min(sw, bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.03, 8));
+        sf = std::min(sf, bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); }, 0.03, 8));
+      }
       const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
-      total += s;
-      std::printf("%-18s %-5s %9.3f %9.1f\n", name.c_str(), dtype_name(dt), s * 1e3, flops / s * 1e-9);
+      total_w += sw, total_f += sf;
+      worst = std::min(worst, sf / sw);
+      std::printf("%-18s %-5s %9.3f %9.1f %9.3f %9.1f %7.2f\n", name.c_str(), dtype_name(dt), sw * 1e3,
+                  flops / sw * 1e-9, sf * 1e3, flops / sf * 1e-9, sf / sw);
     }
-    std::printf("%-18s %-5s %9.3f\n", "all layers", dtype_name(dt), total * 1e3);
+    std::printf("%-18s %-5s %9.3f %9s %9.3f %9s %7.2f\n", "all layers", dtype_name(dt), total_w * 1e3, "",
+                total_f * 1e3, "", total_f / total_w);
   }
+  std::printf("lowest wgrad/forward ratio: %.2f (goal >= 0.75)\n", worst);
   return 0;
 }

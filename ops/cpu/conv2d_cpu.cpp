@@ -8,6 +8,7 @@
 
 #include "ops/conv2d_kernels.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/gemm/outer.h"
 #include "ops/cpu/gemm/sources.h"
 
 namespace hg::cpu {
@@ -149,19 +150,18 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
 }
 
 // Pixels per chunk of the weight gradient's reduction: a function of the shape only (never
-// of the thread count), at least 2048, at most 64 chunks, partials within ~64 MiB.
+// of the thread count), at least 512, at most 64 chunks, partials within ~64 MiB.
 int64_t wgrad_chunk(int64_t pixels, int64_t wsize, int64_t acc_bytes) {
   const int64_t by_count = (pixels + 63) / 64;
   const int64_t max_chunks = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(1, wsize * acc_bytes));
   const int64_t by_memory = (pixels + max_chunks - 1) / max_chunks;
-  return std::max({int64_t{2048}, by_count, by_memory});
+  return std::max({int64_t{512}, by_count, by_memory});
 }
 
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
-// partials are summed in chunk order and rounded once. Each chunk runs as gw^T = im2col(x)^T
-// · gy: the long tap side (RSCg) is the engine's M, split into row tiles that share one
-// packing of gy, and the few filters (Kg) are its N, where a half-width register tile
-// serves Kg = 8 without padding.
+// partials are summed in chunk order and rounded once. Each chunk is one product of the
+// outer-product driver (gemm/outer.h): per pixel, the group's filters of gy (broadcast rows)
+// times the pixel's taps (vector columns), both packed as they lie in memory.
 template <class T>
 void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
@@ -173,28 +173,21 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   Acc* part = partial.data();
   const Wide<T>* x = activation<T>(xt, 0);
   const Wide<T>* gy = activation<T>(gyt, 1);
-  // Chunks in parallel, one thread each; or the one chunk's GEMM split among the threads by tiles.
-  parallel_dynamic(chunks > 1 ? op_threads() : 1, chunks, [&](int64_t c) {
+  const gemm::OuterKernel<Acc>* kn;
+  if constexpr (std::is_same_v<Acc, double>)
+    kn = &gemm::f64_outer_kernel();
+  else
+    kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
+  // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
+  const int threads = op_threads();
+  parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
       gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
       taps.m_base = m0;
-      Acc* out = part + c * wsize + grp * g.Kg * g.RSCg;
-      if (chunks > 1) {
-        // A: im2col(x)^T, rows are taps; B^T: gy^T, whose rows (filters) are contiguous at
-        // each pixel. The result's (tap, filter) lands at gw's [filter, tap].
-        const gemm::Matrix<Wide<T>> gy_cols{gy + m0 * g.K + grp * g.Kg, 1, g.K};
-        const gemm::Output o{out, dtype_v<Acc>, 1, g.RSCg, 0, 0, 1, g.RSCg};
-        gemm::run<Acc>(g.RSCg, g.Kg, len, taps, gy_cols, o, gemm::Epilogue<Acc>{}, 1, &gemm::kernel_for_values<T>());
-      } else {
-        // One chunk, its GEMM split among the threads by tiles: in the transposed orientation
-        // neighbouring tap tiles share every cache line of gw's rows (false sharing between
-        // the threads, 3-10x slower at 2 threads), so the filters are M and the taps N here.
-        const gemm::Matrix<Wide<T>> gyt_rows{gy + m0 * g.K + grp * g.Kg, 1, g.K};
-        const gemm::Output o{out, dtype_v<Acc>, 1, g.Kg, 0, 0, g.RSCg, 1};
-        gemm::run<Acc>(g.Kg, g.RSCg, len, gyt_rows, taps, o, gemm::Epilogue<Acc>{}, -1,
-                       &gemm::kernel_for_values<T>());
-      }
+      const gemm::ColumnRuns<Wide<T>> gy_filters{gy + m0 * g.K + grp * g.Kg, g.K};  // rows: filters; k: pixels
+      gemm::run_outer<Acc>(g.Kg, g.RSCg, len, gy_filters, taps, part + c * wsize + grp * g.Kg * g.RSCg, g.RSCg,
+                           chunks > 1 ? 1 : threads, *kn);
     }
   });
   const gemm::Output o{gwt.data<T>(), gwt.dtype(), 1, 1, 0, 0, 0, 1};

@@ -1,4 +1,4 @@
-// The CPU weight gradient sums its pixels in chunks of at least 2048 (ops/cpu/conv2d_cpu.cpp);
+// The CPU weight gradient sums its pixels in chunks of at least 512 (ops/cpu/conv2d_cpu.cpp);
 // a second, independent check of that reduction (issue 29): through conv2d's backward, on
 // shapes of 2 to 4 chunks with a short last one, by counting (all-ones operands give each
 // weight the number of pixels its tap sees, exact in every dtype) and by an f64 loop.
@@ -21,8 +21,8 @@ struct Case {
   int64_t k;   // filters of a 3x3 kernel, padding 1, stride 1: P x Q = H x W pixels per image
 };
 
-// 3200 pixels (2 chunks), 2304 (the U-Net's first layer: 2 chunks, the last of 256) and
-// 7500 (4 chunks, the last short).
+// 3200 pixels (7 chunks, the last of 128), 2304 (5 chunks, the last of 256) and 7500 (15
+// chunks, the last of 332).
 const Case kCases[] = {{{2, 40, 40, 3}, 4}, {{1, 48, 48, 1}, 8}, {{3, 50, 50, 2}, 2}};
 
 // w.grad of sum(conv2d(x, w) * gy), through the autograd op.

@@ -3,11 +3,12 @@
 // operand format from hg::cpu::isa() and self-checked against the AVX2 kernel on first use.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace hg::cpu::gemm {
 
 // The largest register tile dimension of any kernel (bounds the packers' stack buffers).
-constexpr int64_t kMaxR = 32;
+constexpr int64_t kMaxR = 48;
 
 // What the operands' values are exactly: a kernel may rely on it (AMX needs bf16 values,
 // or f16 values to split into two bf16).
@@ -59,6 +60,34 @@ bool self_check(const Kernel<float>& k, Operands ops);
 
 // How many kernels failed their self-check in this process (tests, reports).
 int self_check_failures();
+
+// The outer-product micro-kernels of the long-reduction driver (outer.h): both panels are
+// k-major (A: kc groups of mr, broadcast; B: kc groups of nr, vector loads), so a weight
+// gradient packs its pixels' values as they lie in memory and transposes nothing. c[mr x
+// nr] (row stride ldc) = (first ? 0 : c) + a · b, each element the same chain of fused
+// multiply-adds in k order as every other kernel (bitwise the portable chain's result).
+// Row tiles of 4 (AVX2) or 8 (AVX-512) fit the 8-64 filters of a U-Net layer exactly.
+template <class Acc>
+struct OuterKernel {
+  const char* name;
+  int64_t mr, nr;
+  void (*fn)(int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first);
+};
+
+// The portable chain for any tile up to kMaxR x kMaxR (the reference, and f64's kernel).
+template <class Acc>
+void outer_tile(int64_t mr, int64_t nr, int64_t kc, const Acc* a, const Acc* b, Acc* c, int64_t ldc, bool first);
+
+// The outer kernels this build has, widest tile last per ISA (each may be unrunnable here).
+const std::vector<const OuterKernel<float>*>& avx2_outer_kernels();
+const std::vector<const OuterKernel<float>*>& avx512_outer_kernels();
+const OuterKernel<double>& f64_outer_kernel();
+
+// The outer kernel for an M x N product on the current path: the tile that pads M and N
+// least (the wider on a tie). An AVX-512 kernel is compared bitwise with the portable
+// chain on first use and, if it differs, replaced by the AVX2 kernels with one warning.
+const OuterKernel<float>& outer_kernel_for(int64_t M, int64_t N);
+bool outer_self_check(const OuterKernel<float>& k);
 
 // Tests only: while alive, kernel_for(ops) considers `k` the current path's kernel (its
 // self-check runs afresh on first use), whatever the CPU.

@@ -2,9 +2,11 @@
 // the AVX-512 and AMX kernels cannot be run on the machines that build and test this
 // project, so on first use in a process each one is compared with the AVX2 kernel on a
 // small product and, if it disagrees, replaced by it with one warning.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -127,6 +129,69 @@ const Kernel<float>& kernel_for(Operands ops) {
   g_last_use[slot].store(&use);
   g_last_candidate[slot].store(&k, std::memory_order_release);
   return use;
+}
+
+bool outer_self_check(const OuterKernel<float>& k) {
+  // Two k blocks (the second continuing the first's sums), ordinary values, f32 subnormals
+  // (a kernel run with DAZ/FTZ would flush them) and an overflow to inf.
+  const int64_t mr = k.mr, nr = k.nr, kc = 37, ldc = nr + 3;
+  std::vector<float> a(static_cast<size_t>(2 * kc * mr)), b(static_cast<size_t>(2 * kc * nr));
+  uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<double>(seed >> 8) / 16777216.0 - 0.5);
+  };
+  for (float& x : a) x = 4 * next();
+  for (float& x : b) x = 4 * next();
+  for (int64_t q = 0; q < 2 * kc; ++q) a[static_cast<size_t>(q * mr + 1)] = 0x1p-140f * std::round(64 * next());
+  a[0] = 3e38f, b[0] = 4.0f;
+  std::vector<float> want(static_cast<size_t>(mr * ldc), 7.0f), got = want;
+  for (int blk = 0; blk < 2; ++blk) {
+    outer_tile<float>(mr, nr, kc, a.data() + blk * kc * mr, b.data() + blk * kc * nr, want.data(), ldc, blk == 0);
+    k.fn(kc, a.data() + blk * kc * mr, b.data() + blk * kc * nr, got.data(), ldc, blk == 0);
+  }
+  for (size_t e = 0; e < want.size(); ++e)
+    if (std::memcmp(&want[e], &got[e], sizeof(float)) != 0) {
+      std::fprintf(stderr,
+                   "halfgrad: the %s kernel differs from the portable chain in its self-check at (%lld, %lld): "
+                   "%.9g vs %.9g; using the AVX2 outer kernels instead\n",
+                   k.name, static_cast<long long>(static_cast<int64_t>(e) / ldc),
+                   static_cast<long long>(static_cast<int64_t>(e) % ldc), got[e], want[e]);
+      return false;
+    }
+  return true;
+}
+
+namespace {
+
+const OuterKernel<float>& least_padding(const std::vector<const OuterKernel<float>*>& list, int64_t M, int64_t N) {
+  const OuterKernel<float>* best = list.front();
+  int64_t best_area = -1;
+  for (const OuterKernel<float>* k : list) {  // widest last: it wins a tie
+    const int64_t area = ceil_div(M, k->mr) * k->mr * ceil_div(N, k->nr) * k->nr;
+    if (best_area < 0 || area <= best_area) best = k, best_area = area;
+  }
+  return *best;
+}
+
+std::vector<std::pair<const OuterKernel<float>*, bool>> g_outer_verdicts;
+
+}  // namespace
+
+const OuterKernel<float>& outer_kernel_for(int64_t M, int64_t N) {
+  if (static_cast<int>(isa()) < static_cast<int>(Isa::avx512)) return least_padding(avx2_outer_kernels(), M, N);
+  const OuterKernel<float>& k = least_padding(avx512_outer_kernels(), M, N);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = std::find_if(g_outer_verdicts.begin(), g_outer_verdicts.end(), [&](auto& v) { return v.first == &k; });
+    if (it == g_outer_verdicts.end()) {
+      const bool ok = outer_self_check(k);
+      if (!ok) ++g_failures;
+      it = g_outer_verdicts.insert(g_outer_verdicts.end(), {&k, ok});
+    }
+    if (it->second) return k;
+  }
+  return least_padding(avx2_outer_kernels(), M, N);
 }
 
 OverrideKernel::OverrideKernel(Operands ops, const Kernel<float>& k) : ops_(ops) {

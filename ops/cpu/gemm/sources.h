@@ -1,7 +1,8 @@
 // Operand sources of the CPU GEMM engine: each packs a block of its rows x K into
 // k-major micro-panels of R rows, widening f16/bf16 to f32 exactly as it goes. Matrix is
 // a strided (or offset-table) matrix; ConvRows/ConvTaps read a convolution's receptive
-// fields straight from an NHWC image (implicit im2col: no column buffer).
+// fields straight from an NHWC image (implicit im2col: no column buffer), ConvRows as the
+// forward's rows, ConvTaps as the weight gradient's k-major columns.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -197,95 +198,43 @@ struct ConvRows : ConvGeometry<T> {
   }
 };
 
-#if defined(__AVX2__)
-// dst[j * ld_dst + k] = src[k * ld_src + j] for an 8 x 8 block of f32.
-inline void transpose8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  __m256 r[8], t[8];
-  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * ld_src);
-  for (int k = 0; k < 8; k += 2) t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-  for (int k = 0; k < 8; k += 4)
-    for (int h = 0; h < 2; ++h) {
-      r[k + h] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      r[k + h + 2] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-  // r[0..3] hold columns 0,2,1,3 (low lanes) and 4,6,5,7 (high lanes) of rows 0-3; r[4..7] of rows 4-7.
-  const int order[4] = {0, 2, 1, 3};
-  for (int q = 0; q < 4; ++q) {
-    _mm256_storeu_ps(dst + order[q] * ld_dst, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
-    _mm256_storeu_ps(dst + (order[q] + 4) * ld_dst, _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
-  }
-}
-#endif
-
 // Rows are taps, k runs over pixels (the im2col matrix transposed: the weight gradient's
-// A, or its B^T).
+// columns, packed k-major for the outer-product driver, gemm/outer.h).
 template <class T>
 struct ConvTaps : ConvGeometry<T> {
   using Acc = compute_t<T>;
-  // A packing line: room for a row block (rn <= MC + kMaxR), its zero padding and the 7
-  // values fill_line may write past a run.
-  static constexpr int64_t kLine = MC + 2 * kMaxR;
-
-  // fill_run into a line: a short f32 run is copied in whole vectors whose masked-off lanes
-  // read nothing and write zeros past the run (the next run, or the line's zero padding,
-  // follows), since a masked store is slow on AMD cores.
-  static void fill_line(const T* src, Acc* dst, int64_t len) {
-#if defined(__AVX2__)
-    if constexpr (std::is_same_v<T, float>)
-      if (src && len <= 32) {
-        alignas(32) static constexpr int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-        for (int64_t i = 0; i < len; i += 8) {
-          const int64_t m = std::min<int64_t>(8, len - i);
-          const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 - m));
-          _mm256_storeu_ps(dst + i, _mm256_maskload_ps(src + i, mask));
-        }
-        return;
-      }
-#endif
-    fill_run(src, dst, len);
-  }
-
-  // Packs for the A side (rn <= MC + kMaxR): each pixel's taps are gathered into a line in
-  // whole runs; a block of 16 lines is then written row by row, so each panel row receives
-  // a whole cache line at once (writing one value per pixel down rows kc apart thrashes L1).
-  void pack_rows(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
-    constexpr int64_t kB = 16;  // pixels per block: one 64-byte line of f32
-    const int64_t rows = (rn + R - 1) / R * R;
-    Acc lines[kB][kLine];
-    for (auto& l : lines) std::fill(l + rn, l + rows, Acc(0));
-    const auto at = this->tap(r0);
-    auto px = this->pixel(k0);
-    for (int64_t b0 = 0; b0 < kc; b0 += kB) {
-      const int64_t bn = std::min(kB, kc - b0);
-      for (int64_t k = 0; k < bn; ++k, this->next(px))
-        this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_line(src, lines[k] + q, len); });
-      int64_t i = 0;
-#if defined(__AVX2__)
-      if constexpr (std::is_same_v<Acc, float>)
-        if (bn == kB)
-          for (; i + 8 <= rows; i += 8) {
-            transpose8(&lines[0][i], kLine, dst + i * kc + b0, kc);
-            transpose8(&lines[8][i], kLine, dst + i * kc + b0 + 8, kc);
-          }
-#endif
-      for (; i < rows; ++i) {
-        Acc* out = dst + i * kc + b0;
-        for (int64_t k = 0; k < bn; ++k) out[k] = lines[k][i];
-      }
-    }
-  }
-
-  // Packs for the B side only (rn <= NC): each pixel's taps are gathered into a contiguous
-  // line in whole runs (kernel rows where possible), then copied panel by panel.
+  // Packs k-major panels (R values per pixel per panel): each pixel's taps are copied in
+  // whole runs (a tap's channels, or a kernel row's) straight to their places in the
+  // panels, a run split where it crosses from one panel into the next; the last panel's
+  // columns past rn are zeros.
   void pack(Acc* dst, int64_t r0, int64_t rn, int64_t k0, int64_t kc, int64_t R) const {
-    const int64_t panels = (rn + R - 1) / R;
-    Acc line[NC + kMaxR];
-    std::fill(line + rn, line + panels * R, Acc(0));
+    const int64_t panels = (rn + R - 1) / R, pad = panels * R - rn, last = (panels - 1) * R * kc + rn % R;
     const auto at = this->tap(r0);
     auto px = this->pixel(k0);
     for (int64_t k = 0; k < kc; ++k, this->next(px)) {
-      this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) { fill_run(src, line + q, len); });
-      for (int64_t p = 0; p < panels; ++p) std::copy_n(line + p * R, R, dst + p * R * kc + k * R);
+      Acc* col = dst + k * R;
+      this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) {
+#if defined(__AVX2__)
+        if constexpr (std::is_same_v<T, float>)
+          if (R % 8 == 0 && (q % 8 | len % 8) == 0) {  // whole vectors, none crossing a panel
+            int64_t o = q % R;
+            Acc* d = col + (q - o) * kc + o;
+            for (int64_t i = 0; i < len; i += 8) {
+              _mm256_storeu_ps(d, src ? _mm256_loadu_ps(src + i) : _mm256_setzero_ps());
+              d += 8, o += 8;
+              if (o == R) o = 0, d += (kc - 1) * R;
+            }
+            return;
+          }
+#endif
+        while (len > 0) {
+          const int64_t o = q % R, n = std::min(len, R - o);
+          fill_run(src, col + (q - o) * kc + o, n);
+          if (src) src += n;
+          q += n, len -= n;
+        }
+      });
+      if (pad) std::fill_n(col + last, pad, Acc(0));
     }
   }
 };
