@@ -1,7 +1,7 @@
 // The CPU convolution weight gradient on the U-Net's layer shapes (segbench's cpu profile:
 // width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype, beside the
-// same layer's forward (timed interleaved with it: rounds of one each, best of each): the
-// ratio wgrad / forward GFLOP/s is the number issue 32's goal (>= 0.75) is about.
+// same layer's forward and input gradient (timed interleaved with it: rounds of one each,
+// best of each): the ratio wgrad / forward GFLOP/s is what issue 32's goal (>= 0.75) is about.
 
 #include <algorithm>
 #include <cstdio>
@@ -78,11 +78,11 @@ int main(int argc, char** argv) {
   const int64_t N = 16;
   const Device cpu = Device::cpu();
   std::printf("conv2d weight gradient vs forward, U-Net w8 d4 b16 64^2, %d threads\n", num_threads());
-  std::printf("%-18s %-5s %9s %9s %9s %9s %7s\n", "layer", "type", "wgrad ms", "GFLOP/s", "fwd ms", "GFLOP/s",
-              "ratio");
+  std::printf("%-18s %-5s %9s %9s %9s %9s %7s %9s %9s\n", "layer", "type", "wgrad ms", "GFLOP/s", "fwd ms", "GFLOP/s",
+              "ratio", "dgrad ms", "GFLOP/s");
   double worst = 1e30;
   for (DType dt : dtypes) {
-    double total_w = 0, total_f = 0;
+    double total_w = 0, total_f = 0, total_d = 0;
     for (const Layer& l : kLayers) {
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
@@ -91,20 +91,22 @@ int main(int argc, char** argv) {
       Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
       Tensor w = randn({l.cout, l.k, l.k, l.cin}, {dt}, &g);
       Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt}), y = empty({N, l.hw, l.hw, l.cout}, {dt});
-      // Interleaved: each round times one wgrad and one forward; the best of each is kept.
-      double sw = 1e30, sf = 1e30;
+      Tensor gx = empty({N, l.hw, l.hw, l.cin}, {dt});
+      // Interleaved: each round times one wgrad, one forward and one dgrad; the best of each is kept.
+      double sw = 1e30, sf = 1e30, sd = 1e30;
       for (int round = 0; round < 6; ++round) {
         sw = std::min(sw, bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.03, 8));
         sf = std::min(sf, bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); }, 0.03, 8));
+        sd = std::min(sd, bench::best_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, Tensor(), gx, p); }, 0.03, 8));
       }
       const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
-      total_w += sw, total_f += sf;
+      total_w += sw, total_f += sf, total_d += sd;
       worst = std::min(worst, sf / sw);
-      std::printf("%-18s %-5s %9.3f %9.1f %9.3f %9.1f %7.2f\n", name.c_str(), dtype_name(dt), sw * 1e3,
-                  flops / sw * 1e-9, sf * 1e3, flops / sf * 1e-9, sf / sw);
+      std::printf("%-18s %-5s %9.3f %9.1f %9.3f %9.1f %7.2f %9.3f %9.1f\n", name.c_str(), dtype_name(dt), sw * 1e3,
+                  flops / sw * 1e-9, sf * 1e3, flops / sf * 1e-9, sf / sw, sd * 1e3, flops / sd * 1e-9);
     }
-    std::printf("%-18s %-5s %9.3f %9s %9.3f %9s %7.2f\n", "all layers", dtype_name(dt), total_w * 1e3, "",
-                total_f * 1e3, "", total_f / total_w);
+    std::printf("%-18s %-5s %9.3f %9s %9.3f %9s %7.2f %9.3f\n", "all layers", dtype_name(dt), total_w * 1e3, "",
+                total_f * 1e3, "", total_f / total_w, total_d * 1e3);
   }
   std::printf("lowest wgrad/forward ratio: %.2f (goal >= 0.75)\n", worst);
   return 0;

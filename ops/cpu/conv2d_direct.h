@@ -1,0 +1,47 @@
+// Direct convolution for the few-filter layers (8 or 16 output channels, as the U-Net's
+// full-resolution level has): the GEMM engine would copy every pixel's receptive field
+// into a panel and use each copied value for only 8-16 filters, so packing, not
+// arithmetic, sets its speed there. Here a register tile of 12 neighbouring output pixels
+// by 8 filters reads its inputs straight from a zero-padded copy of the image (the 12
+// pixels' taps lie C values apart), and each output's sum is the same chain of fused
+// multiply-adds over the taps in the same order as the engine's: results equal it bit for
+// bit. Used by the forward and, as the convolution of the output gradient with the
+// flipped filters, by the stride-1 input gradient.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/cpu/gemm/engine.h"
+
+namespace hg::cpu::direct {
+
+// Output pixels per register tile (consecutive columns of one output row) and filters.
+constexpr int64_t kPixels = 12, kFilters = 8;
+
+// One "image" the direct kernel reads: f32, zero-padded so every tap of every output pixel
+// is inside it: [N, Hp, Wp, C].
+struct Padded {
+  std::vector<float> data;
+  int64_t N = 0, Hp = 0, Wp = 0, C = 0;
+};
+
+// The convolution a direct run computes: out[n, p, q, f] = epilogue(sum over taps t of
+// img[n, p*sh + row(t), q + col(t), ch(t)] * wt[f][t]), t in the order of `offsets`
+// (offsets[t] = (row(t) * Wp + col(t)) * C + ch(t) in the padded image), wt given as
+// F x T (filter-major). Output pixel (n, p, q) goes where `out` says (as the engine's).
+struct Plan {
+  const Padded* img = nullptr;
+  int64_t P = 0, Q = 0, sh = 1;
+  std::vector<int64_t> offsets;  // T taps
+  std::vector<float> weights;    // [F / 8][T][8]: each tap's 8 filters side by side
+  int64_t F = 0;
+};
+
+// Packs F x T filter-major weights (f32) into the plan's [F / 8][T][8] layout.
+void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T);
+
+// Runs the plan: every output pixel and filter, rows split among the threads (a row's sums
+// never depend on another's), through the engine's epilogue store.
+void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep);
+
+}  // namespace hg::cpu::direct

@@ -1,0 +1,120 @@
+// The direct convolution (ops/cpu/conv2d_direct.h), which the CPU forward and stride-1
+// input gradient take for 8 output channels (16 with a 3x3 kernel): its sums must be the
+// engine's, bit for bit. A pass with 24 output channels runs on the engine; its first 8
+// channels, with the same filters, must equal the direct pass exactly, for every row
+// length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
+// stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
+#include <omp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "halfgrad.h"
+#include "ops/conv2d_kernels.h"
+
+using namespace hg;
+
+namespace {
+
+struct Case {
+  int64_t N, H, W, C, R;     // x [N, H, W, C], an R x R kernel
+  Conv2dOptions p;
+};
+
+const Case kCases[] = {
+    {2, 9, 64, 8, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},   // the U-Net's full-resolution layer: 5 x 12 + 4
+    {1, 7, 13, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},   // 12 + 1 (a 4-pixel tile overlapping the 12)
+    {1, 5, 4, 1, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},    // one channel, a row of 4
+    {2, 6, 23, 16, 3, {{1, 1}, {2, 2}, {2, 2}, 1}},  // dilated, padded beyond the kernel's reach
+    {1, 11, 21, 8, 3, {{2, 1}, {0, 0}, {1, 1}, 1}},  // rows strided, no padding: 12 + 8 + 1
+    {1, 6, 17, 16, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},  // 1x1
+};
+
+Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& p) {
+  const int64_t P = (x.size(1) + 2 * p.padding[0] - p.dilation[0] * (w.size(1) - 1) - 1) / p.stride[0] + 1;
+  const int64_t Q = (x.size(2) + 2 * p.padding[1] - p.dilation[1] * (w.size(2) - 1) - 1) / p.stride[1] + 1;
+  Tensor y = empty({x.size(0), P, Q, w.size(0)}, {x.dtype()});
+  conv2d_forward_stub(Device::cpu(), x, w, b, y, p);
+  return y;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<float> u = a.to(f32).to_vector<float>(), v = b.to(f32).to_vector<float>();
+  if (u.size() != v.size()) return false;
+  for (size_t i = 0; i < u.size(); ++i)
+    if (!(u[i] == v[i] && std::signbit(u[i]) == std::signbit(v[i])) && !(std::isnan(u[i]) && std::isnan(v[i])))
+      return false;
+  return true;
+}
+
+class Threads {
+ public:
+  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~Threads() { omp_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+}  // namespace
+
+TEST_CASE("conv2d direct forward: 8 filters equal the engine's first 8 of 24, bit for bit", "[conv2d][direct]") {
+  for (const Case& c : kCases)
+    for (DType dt : {f32, f16, bf16})
+      for (bool bias : {false, true}) {
+        INFO("x " << c.N << "x" << c.H << "x" << c.W << "x" << c.C << " kernel " << c.R << " stride " << c.p.stride[0]
+                  << " pad " << c.p.padding[0] << " dil " << c.p.dilation[0] << " " << dtype_name(dt)
+                  << (bias ? " bias" : ""));
+        Generator g(41);
+        const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w24 = randn({24, c.R, c.R, c.C}, {dt}, &g);
+        const Tensor b24 = bias ? randn({24}, {dt}, &g) : Tensor();
+        const Tensor w8 = w24.narrow(0, 0, 8).contiguous(), b8 = bias ? b24.narrow(0, 0, 8).contiguous() : Tensor();
+        const Tensor engine = run_forward(x, w24, b24, c.p).narrow(3, 0, 8).contiguous();
+        Tensor one, two;
+        {
+          Threads t(1);
+          one = run_forward(x, w8, b8, c.p);
+        }
+        {
+          Threads t(2);
+          two = run_forward(x, w8, b8, c.p);
+        }
+        CHECK(same_bits(one, engine));
+        CHECK(same_bits(two, engine));
+      }
+}
+
+TEST_CASE("conv2d direct input gradient: 8 input channels equal the engine's first 8 of 24, bit for bit",
+          "[conv2d][direct]") {
+  for (const Case& c : kCases) {
+    if (c.p.stride[0] != 1) continue;  // the direct input gradient is stride 1 only
+    for (DType dt : {f32, f16, bf16}) {
+      INFO("gx " << c.N << "x" << c.H << "x" << c.W << " kernel " << c.R << " pad " << c.p.padding[0] << " dil "
+                 << c.p.dilation[0] << " " << dtype_name(dt));
+      Generator g(43);
+      const int64_t K = c.C;  // the forward's filters: the input gradient's input channels
+      const Tensor w24 = randn({K, c.R, c.R, 24}, {dt}, &g), w8 = w24.narrow(3, 0, 8).contiguous();
+      const Tensor y = run_forward(zeros({c.N, c.H, c.W, 8}, {dt}), w8, Tensor(), c.p);
+      const Tensor gy = randn(y.shape(), {dt}, &g);
+      Tensor gx24 = empty({c.N, c.H, c.W, 24}, {dt}), gx8 = empty({c.N, c.H, c.W, 8}, {dt});
+      conv2d_dgrad_stub(Device::cpu(), gy, w24, Tensor(), gx24, c.p);
+      conv2d_dgrad_stub(Device::cpu(), gy, w8, Tensor(), gx8, c.p);
+      CHECK(same_bits(gx8, gx24.narrow(3, 0, 8).contiguous()));
+    }
+  }
+}
+
+TEST_CASE("conv2d direct forward: inf and NaN inputs give what the engine gives", "[conv2d][direct]") {
+  Generator g(47);
+  Tensor x = randn({1, 5, 30, 8}, {f32}, &g);
+  std::vector<float> xv = x.to_vector<float>();
+  xv[3 * 8 + 2] = std::numeric_limits<float>::infinity();         // pixel (0, 3)
+  xv[(2 * 30 + 17) * 8 + 5] = std::numeric_limits<float>::quiet_NaN();  // pixel (2, 17)
+  x = from_vector(std::vector<double>(xv.begin(), xv.end()), {1, 5, 30, 8}, {f32});
+  const Tensor w24 = randn({24, 3, 3, 8}, {f32}, &g);
+  const Conv2dOptions p{{1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor direct = run_forward(x, w24.narrow(0, 0, 8).contiguous(), Tensor(), p);
+  CHECK(same_bits(direct, run_forward(x, w24, Tensor(), p).narrow(3, 0, 8).contiguous()));
+  CHECK(std::isnan(direct.to_vector<float>()[(2 * 30 + 17) * 8]));  // a NaN tap poisons its neighbours' sums
+}
