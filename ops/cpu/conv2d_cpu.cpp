@@ -255,6 +255,24 @@ int64_t wgrad_chunk(int64_t pixels, int64_t wsize, int64_t acc_bytes) {
   return std::max({int64_t{512}, by_count, by_memory});
 }
 
+// gw = the sum of the chunks' partials part[c * wsize + e] in chunk order, rounded once.
+template <class Acc>
+void sum_chunks(const Acc* part, int64_t chunks, int64_t wsize, const Tensor& gwt) {
+  const gemm::Output o{gwt.data_ptr(), gwt.dtype(), 1, 1, 0, 0, 0, 1};
+  const int64_t block = gemm::NC;
+  parallel_static(wsize * chunks < (1 << 16) ? 1 : op_threads(), (wsize + block - 1) / block, [&](int64_t eb) {
+    const int64_t e0 = eb * block, n = std::min(block, wsize - e0);
+    Acc sum[gemm::NC];
+    std::copy_n(part + e0, n, sum);
+    for (int64_t c = 1; c < chunks; ++c)
+      for (int64_t e = 0; e < n; ++e) sum[e] += part[c * wsize + e0 + e];
+    gemm::store_tile<Acc>(sum, 0, 0, 1, e0, n, o, gemm::Epilogue<Acc>{});
+  });
+}
+
+// The direct weight gradient (conv2d_direct.h): 8 filters, one group, unit column dilation.
+bool direct_wgrad_fits(const Geometry& g) { return g.G == 1 && g.K == direct::kFilters && (g.dw == 1 || g.S == 1); }
+
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
 // partials are summed in chunk order and rounded once. Each chunk is one product of the
 // outer-product driver (gemm/outer.h): per pixel, the group's filters of gy (broadcast rows)
@@ -277,6 +295,18 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
     kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
   // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
   const int threads = op_threads();
+  if constexpr (std::is_same_v<Acc, float>)
+    if (direct_wgrad_fits(g)) {
+      thread_local direct::Padded img;
+      const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
+      const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) * g.sw + g.S);
+      pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
+      const direct::WgradPlan plan{&img, g.P, g.Q, g.sh, g.sw, g.dh, g.R, g.S, gy, g.K};
+      parallel_dynamic(threads, chunks, [&](int64_t c) {
+        direct::wgrad_chunk(plan, c * chunk, std::min(chunk, pixels - c * chunk), part + c * wsize);
+      });
+      return sum_chunks(part, chunks, wsize, gwt);
+    }
   parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
@@ -287,16 +317,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
                            chunks > 1 ? 1 : threads, *kn);
     }
   });
-  const gemm::Output o{gwt.data<T>(), gwt.dtype(), 1, 1, 0, 0, 0, 1};
-  const int64_t block = gemm::NC;
-  parallel_static(wsize * chunks < (1 << 16) ? 1 : op_threads(), (wsize + block - 1) / block, [&](int64_t eb) {
-    const int64_t e0 = eb * block, n = std::min(block, wsize - e0);
-    Acc sum[gemm::NC];
-    std::copy_n(part + e0, n, sum);
-    for (int64_t c = 1; c < chunks; ++c)
-      for (int64_t e = 0; e < n; ++e) sum[e] += part[c * wsize + e0 + e];
-    gemm::store_tile<Acc>(sum, 0, 0, 1, e0, n, o, gemm::Epilogue<Acc>{});
-  });
+  sum_chunks(part, chunks, wsize, gwt);
 }
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Conv2dOptions& p) {

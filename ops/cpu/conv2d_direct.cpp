@@ -2,7 +2,9 @@
 #include "ops/cpu/conv2d_direct.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 
 #include "ops/cpu/loops.h"
 
@@ -54,7 +56,63 @@ TileFn tile_for(int64_t stride) {
   }
 }
 
+// acc[i * 8 + f] (i < NT taps, f < 8 filters) += x[i] * g[f] for each of n pixels in
+// order, x advancing by xs and g by gs per pixel; first: acc starts at zero.
+template <int NT>
+void wgrad_tile(int64_t n, const float* x, int64_t xs, const float* g, int64_t gs, float* acc, bool first) {
+#ifdef HG_DIRECT_AVX2
+  __m256 a[NT];
+#pragma GCC unroll 12
+  for (int i = 0; i < NT; ++i) a[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + i * kFilters);
+  for (int64_t m = 0; m < n; ++m, x += xs, g += gs) {
+    const __m256 gv = _mm256_loadu_ps(g);
+#pragma GCC unroll 12
+    for (int i = 0; i < NT; ++i) a[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + i), gv, a[i]);
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < NT; ++i) _mm256_storeu_ps(acc + i * kFilters, a[i]);
+#else
+  if (first) std::fill_n(acc, NT * kFilters, 0.0f);
+  for (int64_t m = 0; m < n; ++m, x += xs, g += gs)
+    for (int i = 0; i < NT; ++i)
+      for (int64_t f = 0; f < kFilters; ++f) acc[i * kFilters + f] = std::fma(x[i], g[f], acc[i * kFilters + f]);
+#endif
+}
+
+using WgradFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, bool);
+
+template <int... NT>
+constexpr std::array<WgradFn, sizeof...(NT)> wgrad_tiles(std::integer_sequence<int, NT...>) {
+  return {wgrad_tile<NT + 1>...};
+}
+
+// The tiles of 1 to 12 taps: a kernel row's last few taps take the one that fits.
+constexpr std::array<WgradFn, kPixels> kWgradTiles = wgrad_tiles(std::make_integer_sequence<int, kPixels>{});
+
 }  // namespace
+
+void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
+  const Padded& img = *plan.img;
+  const int64_t SC = plan.S * img.C, T = plan.R * SC, PQ = plan.P * plan.Q;
+  alignas(32) float acc[kPixels * kFilters];
+  for (int64_t r = 0; r < plan.R; ++r)
+    for (int64_t j0 = 0; j0 < SC; j0 += kPixels) {
+      const int64_t nt = std::min(kPixels, SC - j0);
+      const WgradFn fn = kWgradTiles[static_cast<size_t>(nt - 1)];
+      // The chunk's pixels in order, a run of one output row at a time.
+      bool first = true;
+      for (int64_t m = m0; m < m0 + len;) {
+        const int64_t n = m / PQ, p = (m / plan.Q) % plan.P, q = m % plan.Q, run = std::min(plan.Q - q, m0 + len - m);
+        const float* x = img.data.data() + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
+        fn(run, x, plan.sw * img.C, plan.gy + m * plan.gy_stride, plan.gy_stride, acc, first);
+        first = false;
+        m += run;
+      }
+      if (first) std::fill_n(acc, nt * kFilters, 0.0f);  // no pixels: a sum of nothing
+      for (int64_t i = 0; i < nt; ++i)
+        for (int64_t f = 0; f < kFilters; ++f) gw[f * T + r * SC + j0 + i] = acc[i * kFilters + f];
+    }
+}
 
 void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {
   plan.F = F;
