@@ -83,9 +83,10 @@ bool direct_wins(int64_t filters, int64_t taps) {
   return filters % direct::kFilters == 0 && (filters == 8 || (filters == 16 && taps > 1));
 }
 
-// img = x [N, H, W, C] (f32) with `top` / `left` zero rows / columns before and as many
-// after as make it Hp x Wp.
-void pad_into(direct::Padded& img, const float* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
+// img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before
+// and as many after as make it Hp x Wp: one pass over x, whatever its dtype.
+template <class T>
+void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
               int64_t left, int64_t Hp, int64_t Wp) {
   img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C;
   img.data.resize(static_cast<size_t>(N * Hp * Wp * C));
@@ -99,7 +100,7 @@ void pad_into(direct::Padded& img, const float* x, int64_t N, int64_t H, int64_t
     }
     const int64_t w_in = std::min(W, Wp - left);
     std::fill_n(dst, left * C, 0.0f);
-    std::copy_n(x + (n * H + h) * W * C, w_in * C, dst + left * C);
+    gemm::widen(x + (n * H + h) * W * C, dst + left * C, w_in * C);
     std::fill(dst + (left + w_in) * C, dst + row, 0.0f);
   });
 }
@@ -111,7 +112,7 @@ bool direct_forward_fits(const Geometry& g) {
 }
 
 template <class T>
-void direct_forward(const Geometry& g, const float* x, const T* w, const float* bias, const Tensor& yt) {
+void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias, const Tensor& yt) {
   thread_local direct::Padded img;
   const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
   const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) + (g.S - 1) * g.dw + 1);
@@ -134,9 +135,10 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
   using Acc = compute_t<T>;
   const Geometry g = geometry(xt, wt, yt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
-  const Wide<T>* x = activation<T>(xt, 0);
   if constexpr (std::is_same_v<Acc, float>)
-    if (direct_forward_fits(g)) return direct_forward<T>(g, x, wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
+    if (direct_forward_fits(g))
+      return direct_forward<T>(g, xt.data<T>(), wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
+  const Wide<T>* x = activation<T>(xt, 0);
   for (int64_t grp = 0; grp < g.G; ++grp) {
     const gemm::ConvRows<Wide<T>> a{forward_fields(g, x, grp)};
     const gemm::Matrix<T> wrows{wt.data<T>() + grp * g.Kg * g.RSCg, g.RSCg, 1};
@@ -181,7 +183,7 @@ bool direct_dgrad_fits(const Geometry& g) {
 // descending, k innermost): on gy padded by (R-1)*dh - ph rows and (S-1)*dw - pw columns,
 // tap (r, s) of output (h, w) reads padded row h + (R-1-r)*dh, column w + (S-1-s)*dw.
 template <class T>
-void direct_dgrad(const Geometry& g, const float* gy, const T* w, const float* bias, const Tensor& gxt) {
+void direct_dgrad(const Geometry& g, const T* gy, const T* w, const float* bias, const Tensor& gxt) {
   thread_local direct::Padded img;
   const int64_t top = (g.R - 1) * g.dh - g.ph, left = (g.S - 1) * g.dw - g.pw;
   const int64_t Hp = g.H + (g.R - 1) * g.dh, Wp = g.W + (g.S - 1) * g.dw;
@@ -209,9 +211,9 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
   const Geometry g = geometry(gxt, wt, gyt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
   const T* w = wt.data<T>();
-  const Wide<T>* gy = activation<T>(gyt, 0);
   if constexpr (std::is_same_v<Acc, float>)
-    if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gy, w, b32.empty() ? nullptr : b32.data(), gxt);
+    if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(), gxt);
+  const Wide<T>* gy = activation<T>(gyt, 0);
   std::vector<int64_t> koff;
   for (int64_t a = 0; a < std::min(g.sh, g.H); ++a)
     for (int64_t b = 0; b < std::min(g.sw, g.W); ++b) {
@@ -286,27 +288,27 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   thread_local std::vector<Acc> partial;
   if (static_cast<int64_t>(partial.size()) < chunks * wsize) partial.resize(static_cast<size_t>(chunks * wsize));
   Acc* part = partial.data();
-  const Wide<T>* x = activation<T>(xt, 0);
   const Wide<T>* gy = activation<T>(gyt, 1);
-  const gemm::OuterKernel<Acc>* kn;
-  if constexpr (std::is_same_v<Acc, double>)
-    kn = &gemm::f64_outer_kernel();
-  else
-    kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
-  // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
   const int threads = op_threads();
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_wgrad_fits(g)) {
       thread_local direct::Padded img;
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
       const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) * g.sw + g.S);
-      pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
+      pad_into(img, xt.data<T>(), g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
       const direct::WgradPlan plan{&img, g.P, g.Q, g.sh, g.sw, g.dh, g.R, g.S, gy, g.K};
       parallel_dynamic(threads, chunks, [&](int64_t c) {
         direct::wgrad_chunk(plan, c * chunk, std::min(chunk, pixels - c * chunk), part + c * wsize);
       });
       return sum_chunks(part, chunks, wsize, gwt);
     }
+  const Wide<T>* x = activation<T>(xt, 0);
+  const gemm::OuterKernel<Acc>* kn;
+  if constexpr (std::is_same_v<Acc, double>)
+    kn = &gemm::f64_outer_kernel();
+  else
+    kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
+  // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
   parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
     const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
     for (int64_t grp = 0; grp < g.G; ++grp) {
