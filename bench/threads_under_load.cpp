@@ -148,8 +148,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<Config> configs = {
       {"1 thread", {{"HG_NUM_THREADS", "1"}, {"HG_THREAD_SPIN_US", ""}}},
-      {"2 threads, idle threads sleep at once (default)", {{"HG_NUM_THREADS", "2"}, {"HG_THREAD_SPIN_US", ""}}},
+      {"2 threads, idle threads sleep at once", {{"HG_NUM_THREADS", "2"}, {"HG_THREAD_SPIN_US", "0"}}},
       {"2 threads, idle threads poll 30 us first", {{"HG_NUM_THREADS", "2"}, {"HG_THREAD_SPIN_US", "30"}}},
+      {"2 threads, poll 50 us while a core is spare (default)", {{"HG_NUM_THREADS", "2"}, {"HG_THREAD_SPIN_US", ""}}},
       {"2 threads, idle threads poll 1 ms first", {{"HG_NUM_THREADS", "2"}, {"HG_THREAD_SPIN_US", "1000"}}},
       {"nothing set (halfgrad's defaults)", {{"HG_NUM_THREADS", ""}, {"OMP_NUM_THREADS", ""}, {"HG_THREAD_SPIN_US", ""}}},
   };

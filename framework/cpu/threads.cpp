@@ -1,6 +1,7 @@
 // The worker pool behind hg::cpu::parallel_run: one job slot per worker (so a job of two
-// threads wakes one worker, not all), a short spin before sleeping on the slot's futex
-// (std::atomic::wait), and a fresh pool in a forked child, which has none of the threads.
+// threads wakes one worker, not all), a short poll before sleeping on the slot's futex while
+// the machine has cores to spare, and a fresh pool in a forked child, which has none of the
+// threads.
 #include "framework/cpu/threads.h"
 
 #include <linux/futex.h>
@@ -14,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -32,18 +34,58 @@
 namespace hg {
 namespace {
 
-// How long an idle thread polls before it sleeps: HG_THREAD_SPIN_US, default 0. Measured
-// with bench/threads_under_load (docs/benchmark.md): a 30 us poll catches the next op of a
-// training loop on an idle machine (1.3x faster on tiny ops), but any poll competes for
-// the cores with whatever else runs (up to 1.5x slower under load), and a poll that
-// outlasts the gaps between ops (1 ms, like libgomp's default) is 3-10x slower there.
-std::chrono::nanoseconds spin_time() {
-  static const std::chrono::nanoseconds t = [] {
+// How long an idle thread polls before it sleeps. Measured with bench/threads_under_load
+// (docs/benchmark.md): a poll of tens of microseconds catches the next op of a training
+// loop on an idle machine (the U-Net step 1.2-1.9x faster than sleeping at once), but
+// while other processes want the cores a poll takes their time (1.3-1.5x slower with one
+// busy process), and a poll that outlasts the gaps between ops (1 ms, like libgomp's
+// default) is 3-10x slower there. So by default the poll is 50 us and adaptive: it runs only
+// while the machine has a core to spare for it (spin_allowed(), from the count of runnable
+// tasks); HG_THREAD_SPIN_US=N fixes it at N us whatever the load (0: sleep at once).
+struct SpinPolicy {
+  std::chrono::nanoseconds time;
+  bool adaptive;
+};
+
+const SpinPolicy& spin_policy() {
+  static const SpinPolicy p = [] {
     const char* s = std::getenv("HG_THREAD_SPIN_US");
-    const long us = s && *s ? std::strtol(s, nullptr, 10) : 0;
-    return std::chrono::nanoseconds(std::clamp(us, 0L, 100000L) * 1000);
+    if (!s || !*s) return SpinPolicy{std::chrono::microseconds(50), true};
+    const long us = std::strtol(s, nullptr, 10);
+    return SpinPolicy{std::chrono::nanoseconds(std::clamp(us, 0L, 100000L) * 1000), false};
   }();
-  return t;
+  return p;
+}
+
+std::atomic<bool> g_spin_allowed{true};
+std::atomic<int> g_spinning{0};                   // pool threads polling now
+std::atomic<int64_t> g_spin_checked_ns{0};  // when spin_allowed was last decided (steady clock)
+
+// The runnable tasks of the whole machine now: /proc/loadavg's "running/total" field.
+int runnable_tasks() {
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  double l1, l5, l15;
+  int running = -1, total;
+  if (std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) running = -1;
+  std::fclose(f);
+  return running;
+}
+
+// Decides, at most every 20 ms (from the thread that hands out jobs), whether pollers may
+// run: only while the tasks runnable besides this process's own (the caller and the pool's
+// pollers) leave a core for each of `threads`.
+void update_spin_allowed(int threads) {
+  if (!spin_policy().adaptive) return;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - g_spin_checked_ns.load(std::memory_order_relaxed) < 20'000'000) return;
+  g_spin_checked_ns.store(now, std::memory_order_relaxed);
+  static const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const int running = runnable_tasks();
+  if (running < 0) return;  // no /proc: keep the last decision
+  const int others = running - 1 - g_spinning.load(std::memory_order_relaxed);
+  g_spin_allowed.store(others + threads <= cores, std::memory_order_relaxed);
 }
 
 inline void cpu_relax() {
@@ -60,22 +102,29 @@ void futex_wake(std::atomic<uint32_t>& word, int n) {
 }
 
 // A word one thread waits on for a change and another changes: the waiter polls for
-// spin_time(), then sleeps in the kernel; the changer makes the futex call only when
+// the spin policy's time (while polling is allowed), then sleeps in the kernel; the changer makes the futex call only when
 // someone may be asleep (Dekker's pattern on `sleepers`, both sides sequentially consistent).
 struct WaitWord {
   std::atomic<uint32_t> value{0};
   std::atomic<uint32_t> sleepers{0};
 
   uint32_t wait_change(uint32_t old) {
-    const auto spin = spin_time();
-    if (spin.count() > 0) {
+    const SpinPolicy& policy = spin_policy();
+    if (policy.time.count() > 0 && g_spin_allowed.load(std::memory_order_relaxed)) {
+      g_spinning.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       for (int i = 1;; ++i) {
         const uint32_t v = value.load(std::memory_order_acquire);
-        if (v != old) return v;
-        if (i % 64 == 0 && std::chrono::steady_clock::now() - start > spin) break;
+        if (v != old) {
+          g_spinning.fetch_sub(1, std::memory_order_relaxed);
+          return v;
+        }
+        if (i % 64 == 0 && (std::chrono::steady_clock::now() - start > policy.time ||
+                            !g_spin_allowed.load(std::memory_order_relaxed)))
+          break;
         cpu_relax();
       }
+      g_spinning.fetch_sub(1, std::memory_order_relaxed);
     }
     for (;;) {
       sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -122,6 +171,7 @@ class Pool {
   // Runs job on t = 1..n-1 of the workers and t = 0 here; the caller holds run_mu.
   void run(int n, const Job& job) {
     grow(n - 1);
+    update_spin_allowed(n);
     remaining_.value.store(static_cast<uint32_t>(n - 1), std::memory_order_relaxed);
     for (int t = 1; t < n; ++t) {
       Slot& s = *slots_[static_cast<size_t>(t - 1)];
