@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "framework/half_convert.h"
+#include "framework/half_convert_x86.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -129,9 +130,25 @@ const Kernel<double>& f64_kernel() {
 
 namespace {
 
-// One output row: the epilogue's values in Acc, then the one rounding into T.
+// One output row: the epilogue's values in Acc, then the one rounding into T (eight at a
+// time in AVX2 registers where the row is contiguous: the same operations, value by value).
 template <class T, class Acc>
 void store_row(const Acc* c, int64_t n0, int64_t nn, T* dst, int64_t sn, const Epilogue<Acc>& ep) {
+#ifdef HG_GEMM_AVX2
+  if constexpr (std::is_same_v<Acc, float>)
+    if (sn == 1) {
+      const __m256 alpha = _mm256_set1_ps(ep.alpha), zero = _mm256_setzero_ps();
+      int64_t j = 0;
+      for (; j + 8 <= nn; j += 8) {
+        __m256 x = _mm256_mul_ps(alpha, _mm256_loadu_ps(c + j));
+        if (ep.bias) x = _mm256_add_ps(x, _mm256_loadu_ps(ep.bias + n0 + j));
+        if (ep.relu) x = _mm256_blendv_ps(x, zero, _mm256_cmp_ps(x, zero, _CMP_LT_OQ));  // NaN stays NaN
+        x86::store8(dst + j, x);
+      }
+      if (j == nn) return;
+      c += j, n0 += j, nn -= j, dst += j;
+    }
+#endif
   Acc v[NC];
   for (int64_t j = 0; j < nn; ++j) {
     Acc x = ep.alpha * c[j];
@@ -154,9 +171,10 @@ template <class T, class Acc>
 void store_typed(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, int64_t nn, const Output& o,
                  const Epilogue<Acc>& ep) {
   T* base = static_cast<T*>(o.ptr) + n0 * o.sn;
+  int64_t z = m0 / (o.I * o.J), i = (m0 / o.J) % o.I, j = m0 % o.J;  // row m0's place, then stepped
   for (int64_t r = 0; r < mn; ++r) {
-    const int64_t m = m0 + r, z = m / (o.I * o.J), i = (m / o.J) % o.I, j = m % o.J;
     store_row(c + r * ldc, n0, nn, base + z * o.sz + i * o.si + j * o.sj, o.sn, ep);
+    if (++j == o.J) j = 0, ++i == o.I ? (i = 0, ++z) : 0;
   }
 }
 
