@@ -36,9 +36,10 @@ std::string layer_name(const Layer& l) {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [FILTER]\n"
+               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [--width 8|16|32] [FILTER]\n"
                "  times the CPU conv2d weight gradient and forward on each U-Net layer shape, in f32, bf16\n"
-               "  and f16 (or the one --dtype names);\n"
+               "  and f16 (or the one --dtype names); --width 16 / 32: the U-Net of that base width (channels\n"
+               "  x2 / x4, batch 8: torch_compare's other configurations);\n"
                "  FILTER runs only the layers whose name contains it (e.g. '3x3 8->16'); threads: OMP_NUM_THREADS\n");
 }
 
@@ -47,7 +48,17 @@ void usage(std::FILE* to) {
 int main(int argc, char** argv) {
   const char* only = nullptr;  // run only layers whose name contains this
   std::vector<DType> dtypes{f32, bf16, f16};
+  int64_t width = 8;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--width") == 0) {
+      const std::string w = i + 1 < argc ? argv[++i] : "";
+      if (w != "8" && w != "16" && w != "32") {
+        std::fprintf(stderr, "conv_wgrad: --width needs 8, 16 or 32, got '%s'\n", w.c_str());
+        return 2;
+      }
+      width = std::stoi(w);
+      continue;
+    }
     if (std::strcmp(argv[i], "--dtype") == 0) {
       const std::string d = i + 1 < argc ? argv[++i] : "";
       if (d != "f32" && d != "bf16" && d != "f16") {
@@ -75,15 +86,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   NoGrad no_grad;
-  const int64_t N = 16;
+  const int64_t N = width == 8 ? 16 : 8, scale = width / 8;
   const Device cpu = Device::cpu();
-  std::printf("conv2d weight gradient vs forward, U-Net w8 d4 b16 64^2, %d threads\n", num_threads());
+  std::printf("conv2d weight gradient vs forward, U-Net w%lld d4 b%lld 64^2, %d threads\n",
+              static_cast<long long>(width), static_cast<long long>(N), num_threads());
   std::printf("%-18s %-5s %9s %9s %9s %9s %7s %9s %9s\n", "layer", "type", "wgrad ms", "GFLOP/s", "fwd ms", "GFLOP/s",
               "ratio", "dgrad ms", "GFLOP/s");
   double worst = 1e30;
   for (DType dt : dtypes) {
     double total_w = 0, total_f = 0, total_d = 0;
-    for (const Layer& l : kLayers) {
+    for (Layer l : kLayers) {
+      l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout *= scale;  // the image's one channel stays one
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
       const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};

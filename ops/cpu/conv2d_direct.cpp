@@ -56,49 +56,63 @@ TileFn tile_for(int64_t stride) {
   }
 }
 
-// acc[i * 8 + f] (i < NT taps, f < 8 filters) += x[i] * g[f] for each of n pixels in
+// acc[i * F + f] (i < NT taps, f < F = 8 NV filters) += x[i] * g[f] for each of n pixels in
 // order, x advancing by xs and g by gs per pixel; first: acc starts at zero.
-template <int NT>
+template <int NT, int NV>
 void wgrad_tile(int64_t n, const float* x, int64_t xs, const float* g, int64_t gs, float* acc, bool first) {
+  constexpr int F = 8 * NV;
 #ifdef HG_DIRECT_AVX2
-  __m256 a[NT];
+  __m256 a[NT][NV];
 #pragma GCC unroll 12
-  for (int i = 0; i < NT; ++i) a[i] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + i * kFilters);
+  for (int i = 0; i < NT; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) a[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + i * F + 8 * v);
   for (int64_t m = 0; m < n; ++m, x += xs, g += gs) {
-    const __m256 gv = _mm256_loadu_ps(g);
+    __m256 gv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(g + 8 * v);
 #pragma GCC unroll 12
-    for (int i = 0; i < NT; ++i) a[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + i), gv, a[i]);
+    for (int i = 0; i < NT; ++i) {
+      const __m256 xi = _mm256_broadcast_ss(x + i);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) a[i][v] = _mm256_fmadd_ps(xi, gv[v], a[i][v]);
+    }
   }
 #pragma GCC unroll 12
-  for (int i = 0; i < NT; ++i) _mm256_storeu_ps(acc + i * kFilters, a[i]);
+  for (int i = 0; i < NT; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + i * F + 8 * v, a[i][v]);
 #else
-  if (first) std::fill_n(acc, NT * kFilters, 0.0f);
+  if (first) std::fill_n(acc, NT * F, 0.0f);
   for (int64_t m = 0; m < n; ++m, x += xs, g += gs)
     for (int i = 0; i < NT; ++i)
-      for (int64_t f = 0; f < kFilters; ++f) acc[i * kFilters + f] = std::fma(x[i], g[f], acc[i * kFilters + f]);
+      for (int f = 0; f < F; ++f) acc[i * F + f] = std::fma(x[i], g[f], acc[i * F + f]);
 #endif
 }
 
 using WgradFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, bool);
 
-template <int... NT>
+template <int NV, int... NT>
 constexpr std::array<WgradFn, sizeof...(NT)> wgrad_tiles(std::integer_sequence<int, NT...>) {
-  return {wgrad_tile<NT + 1>...};
+  return {wgrad_tile<NT + 1, NV>...};
 }
 
-// The tiles of 1 to 12 taps: a kernel row's last few taps take the one that fits.
-constexpr std::array<WgradFn, kPixels> kWgradTiles = wgrad_tiles(std::make_integer_sequence<int, kPixels>{});
+// The tiles of 1 to 12 taps by 8 filters and of 1 to 6 taps by 16 (12 accumulators at most):
+// a kernel row's last few taps take the one that fits.
+constexpr std::array<WgradFn, 12> kWgradTiles8 = wgrad_tiles<1>(std::make_integer_sequence<int, 12>{});
+constexpr std::array<WgradFn, 6> kWgradTiles16 = wgrad_tiles<2>(std::make_integer_sequence<int, 6>{});
 
 }  // namespace
 
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
   const Padded& img = *plan.img;
-  const int64_t SC = plan.S * img.C, T = plan.R * SC, PQ = plan.P * plan.Q;
-  alignas(32) float acc[kPixels * kFilters];
+  const int64_t SC = plan.S * img.C, T = plan.R * SC, PQ = plan.P * plan.Q, F = plan.F;
+  const int64_t tile_taps = F == 8 ? 12 : 6;
+  alignas(32) float acc[12 * 8];
   for (int64_t r = 0; r < plan.R; ++r)
-    for (int64_t j0 = 0; j0 < SC; j0 += kPixels) {
-      const int64_t nt = std::min(kPixels, SC - j0);
-      const WgradFn fn = kWgradTiles[static_cast<size_t>(nt - 1)];
+    for (int64_t j0 = 0; j0 < SC; j0 += tile_taps) {
+      const int64_t nt = std::min(tile_taps, SC - j0);
+      const WgradFn fn = F == 8 ? kWgradTiles8[static_cast<size_t>(nt - 1)] : kWgradTiles16[static_cast<size_t>(nt - 1)];
       // The chunk's pixels in order, a run of one output row at a time.
       bool first = true;
       for (int64_t m = m0; m < m0 + len;) {
@@ -108,9 +122,9 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
         first = false;
         m += run;
       }
-      if (first) std::fill_n(acc, nt * kFilters, 0.0f);  // no pixels: a sum of nothing
+      if (first) std::fill_n(acc, nt * F, 0.0f);  // no pixels: a sum of nothing
       for (int64_t i = 0; i < nt; ++i)
-        for (int64_t f = 0; f < kFilters; ++f) gw[f * T + r * SC + j0 + i] = acc[i * kFilters + f];
+        for (int64_t f = 0; f < F; ++f) gw[f * T + r * SC + j0 + i] = acc[i * F + f];
     }
 }
 

@@ -44,19 +44,20 @@ void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T);
 // never depend on another's), through the engine's epilogue store.
 void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep);
 
-// The weight gradient of 8 filters, direct: gw[f, t] = sum over pixels m (in order) of
+// The weight gradient of 8 or 16 filters, direct: gw[f, t] = sum over pixels m (in order) of
 // gy[m, f] * img[pixel m's tap t], the same chain per weight as the outer-product driver's.
-// A register tile holds 12 taps of one kernel row (contiguous in the padded image, so one
-// pointer serves them) by the 8 filters (one vector of gy per pixel): nothing is packed.
-// Needs unit column dilation; any strides.
+// A register tile holds 12 (6) taps of one kernel row (contiguous in the padded image, so one
+// pointer serves them) by the 8 (16) filters (one or two vectors of gy per pixel): nothing is
+// packed. Needs unit column dilation; any strides.
 struct WgradPlan {
   const Padded* img = nullptr;
   int64_t P = 0, Q = 0, sh = 1, sw = 1, dh = 1, R = 1, S = 1;
-  const float* gy = nullptr;  // [pixels, gy_stride], the 8 filters at the start of a row
+  const float* gy = nullptr;  // [pixels, gy_stride], the F filters at the start of a row
   int64_t gy_stride = 8;
+  int64_t F = 8;  // filters: 8 or 16
 };
 
-// gw [8, R*S*C] (row-major, overwritten) = the sum over pixels [m0, m0 + len).
+// gw [F, R*S*C] (row-major, overwritten) = the sum over pixels [m0, m0 + len).
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw);
 
 }  // namespace hg::cpu::direct

@@ -4,7 +4,7 @@
 // channels, with the same filters, must equal the direct pass exactly, for every row
 // length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
 // stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
-// The direct weight gradient (8 filters) likewise equals the outer-product driver's.
+// The direct weight gradient (8 and 16 filters) likewise equals the outer-product driver's.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
@@ -120,7 +120,7 @@ TEST_CASE("conv2d direct forward: inf and NaN inputs give what the engine gives"
   CHECK(std::isnan(direct.to_vector<float>()[(2 * 30 + 17) * 8]));  // a NaN tap poisons its neighbours' sums
 }
 
-TEST_CASE("conv2d direct weight gradient: 8 filters equal the outer-product driver's first 8 of 16, bit for bit",
+TEST_CASE("conv2d direct weight gradient: 8 and 16 filters equal the outer-product driver's first of 24, bit for bit",
           "[conv2d][direct][wgrad]") {
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16}) {
@@ -128,19 +128,24 @@ TEST_CASE("conv2d direct weight gradient: 8 filters equal the outer-product driv
                 << " pad " << c.p.padding[0] << " dil " << c.p.dilation[0] << " " << dtype_name(dt));
       Generator g(53);
       const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g);
-      const Tensor y = run_forward(x, zeros({16, c.R, c.R, c.C}, {dt}), Tensor(), c.p);
-      const Tensor gy16 = randn(y.shape(), {dt}, &g), gy8 = gy16.narrow(3, 0, 8).contiguous();
-      Tensor gw16 = empty({16, c.R, c.R, c.C}, {dt}), gw8 = empty({8, c.R, c.R, c.C}, {dt}), gw8b = gw8.clone();
-      conv2d_wgrad_stub(Device::cpu(), gy16, x, gw16, c.p);
-      {
-        Threads t(1);
-        conv2d_wgrad_stub(Device::cpu(), gy8, x, gw8, c.p);
+      const Tensor y = run_forward(x, zeros({24, c.R, c.R, c.C}, {dt}), Tensor(), c.p);
+      const Tensor gy24 = randn(y.shape(), {dt}, &g);
+      Tensor gw24 = empty({24, c.R, c.R, c.C}, {dt});
+      conv2d_wgrad_stub(Device::cpu(), gy24, x, gw24, c.p);
+      for (int64_t F : {8, 16}) {
+        INFO(F << " filters");
+        const Tensor gy = gy24.narrow(3, 0, F).contiguous();
+        Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
+        {
+          Threads t(1);
+          conv2d_wgrad_stub(Device::cpu(), gy, x, one, c.p);
+        }
+        {
+          Threads t(2);
+          conv2d_wgrad_stub(Device::cpu(), gy, x, two, c.p);
+        }
+        CHECK(same_bits(one, gw24.narrow(0, 0, F).contiguous()));
+        CHECK(same_bits(two, one));
       }
-      {
-        Threads t(2);
-        conv2d_wgrad_stub(Device::cpu(), gy8, x, gw8b, c.p);
-      }
-      CHECK(same_bits(gw8, gw16.narrow(0, 0, 8).contiguous()));
-      CHECK(same_bits(gw8b, gw8));
     }
 }
