@@ -25,7 +25,7 @@ struct Layer {
 const Layer kLayers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},   {32, 8, 16, 3},  {32, 16, 16, 3}, {16, 16, 32, 3},
                          {16, 32, 32, 3}, {8, 32, 64, 3},  {8, 64, 64, 3},  {4, 64, 128, 3}, {4, 128, 128, 3},
                          {8, 128, 64, 3}, {16, 64, 32, 3}, {32, 32, 16, 3}, {64, 16, 8, 3},  {8, 128, 64, 1},
-                         {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1}};
+                         {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1}, {64, 8, 4, 1}};
 
 std::string layer_name(const Layer& l) {
   char name[40];
@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   for (DType dt : dtypes) {
     double total_w = 0, total_f = 0, total_d = 0;
     for (Layer l : kLayers) {
-      l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout *= scale;  // the image's one channel stays one
+      // The image's one channel and the head's 4 classes stay as they are.
+      l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout = l.cout == 4 ? 4 : l.cout * scale;
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
       const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};

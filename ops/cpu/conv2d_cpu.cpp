@@ -80,7 +80,7 @@ std::vector<compute_t<T>> widened_bias(const Tensor& bias) {
 // with 16, 1.1-1.25x for 3x3 kernels but slower for 1x1 (T = C taps: too little work per
 // loaded weight vector); from 32 filters on the engine's 6x16 tile wins.
 bool direct_wins(int64_t filters, int64_t taps) {
-  return filters % direct::kFilters == 0 && (filters == 8 || (filters == 16 && taps > 1));
+  return filters < 8 || filters == 8 || (filters == 16 && taps > 1);
 }
 
 // img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before
@@ -89,10 +89,16 @@ template <class T>
 void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
               int64_t left, int64_t Hp, int64_t Wp) {
   img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C;
-  img.data.resize(static_cast<size_t>(N * Hp * Wp * C));
+  if constexpr (std::is_same_v<T, float>)
+    if (top == 0 && left == 0 && Hp == H && Wp == W) {  // nothing to pad or widen: read x itself
+      img.data = x;
+      return;
+    }
+  img.storage.resize(static_cast<size_t>(N * Hp * Wp * C));
+  img.data = img.storage.data();
   const int64_t rows = N * Hp, row = Wp * C;
   parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
-    float* dst = img.data.data() + r * row;
+    float* dst = img.storage.data() + r * row;
     const int64_t n = r / Hp, h = r % Hp - top;
     if (h < 0 || h >= H) {
       std::fill_n(dst, row, 0.0f);
@@ -277,7 +283,7 @@ void sum_chunks(const Acc* part, int64_t chunks, int64_t wsize, const Tensor& gw
 // outer-product driver: 8 filters 1.6-5.6x faster; 16 filters 1.3-6.4x (16->16 @64: 94 -> 153
 // GFLOP/s; the first layer 1->16: 14 -> 90).
 bool direct_wgrad_fits(const Geometry& g) {
-  return g.G == 1 && (g.K == 8 || g.K == 16) && (g.dw == 1 || g.S == 1);
+  return g.G == 1 && (g.K <= 8 || g.K == 16) && (g.dw == 1 || g.S == 1);
 }
 
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
@@ -301,7 +307,20 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
       const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) * g.sw + g.S);
       pad_into(img, xt.data<T>(), g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
-      const direct::WgradPlan plan{&img, g.P, g.Q, g.sh, g.sw, g.dh, g.R, g.S, gy, g.K, g.K};
+      // Fewer than 8 filters (a segmentation head's classes): gy padded to 8 with zeros, so a
+      // tile's vector load stays inside it; only the real filters' sums are stored.
+      thread_local std::vector<float> gy8;
+      const float* gyp = gy;
+      if (g.K < 8) {
+        gy8.resize(static_cast<size_t>(pixels * 8));
+        for (int64_t m = 0; m < pixels; ++m) {
+          float* d = gy8.data() + m * 8;
+          for (int64_t f = 0; f < 8; ++f) d[f] = f < g.K ? gy[m * g.K + f] : 0.0f;
+        }
+        gyp = gy8.data();
+      }
+      const direct::WgradPlan plan{&img, g.P, g.Q, g.sh, g.sw, g.dh, g.R, g.S, gyp, g.K < 8 ? 8 : g.K,
+                                   g.K < 8 ? 8 : g.K, g.K};
       parallel_dynamic(threads, chunks, [&](int64_t c) {
         direct::wgrad_chunk(plan, c * chunk, std::min(chunk, pixels - c * chunk), part + c * wsize);
       });

@@ -16,43 +16,55 @@
 namespace hg::cpu::direct {
 namespace {
 
-// c[NP x 8] = sum over taps t (in order) of px[i * stride + off[t]] * w[t * 8 + j]: output
-// pixel i < NP, filter j. CS is the pixel stride when known at compile time (0: `stride`).
-template <int NP, int CS>
+// c[NP x F] (F = 8 NV) = sum over taps t (in order) of px[i * stride + off[t]] * w[t * F + j]:
+// output pixel i < NP, filter j < F. CS is the pixel stride when known at compile time (0:
+// `stride`).
+template <int NP, int NV, int CS>
 void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c) {
+  constexpr int F = 8 * NV;
   const int64_t cs = CS ? CS : stride;
 #ifdef HG_DIRECT_AVX2
-  __m256 acc[NP];
+  __m256 acc[NP][NV];
 #pragma GCC unroll 12
-  for (int i = 0; i < NP; ++i) acc[i] = _mm256_setzero_ps();
+  for (int i = 0; i < NP; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
   for (int64_t t = 0; t < T; ++t) {
-    const __m256 wv = _mm256_loadu_ps(w + t * kFilters);
+    __m256 wv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + t * F + 8 * v);
     const float* x = px + off[t];
 #pragma GCC unroll 12
-    for (int i = 0; i < NP; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(x + i * cs), wv, acc[i]);
+    for (int i = 0; i < NP; ++i) {
+      const __m256 xi = _mm256_broadcast_ss(x + i * cs);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(xi, wv[v], acc[i][v]);
+    }
   }
 #pragma GCC unroll 12
-  for (int i = 0; i < NP; ++i) _mm256_storeu_ps(c + i * kFilters, acc[i]);
+  for (int i = 0; i < NP; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(c + i * F + 8 * v, acc[i][v]);
 #else
-  float acc[NP][kFilters] = {};
+  float acc[NP][F] = {};
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < NP; ++i)
-      for (int64_t j = 0; j < kFilters; ++j) acc[i][j] = std::fma(px[i * cs + off[t]], w[t * kFilters + j], acc[i][j]);
+      for (int64_t j = 0; j < F; ++j) acc[i][j] = std::fma(px[i * cs + off[t]], w[t * F + j], acc[i][j]);
   for (int64_t i = 0; i < NP; ++i)
-    for (int64_t j = 0; j < kFilters; ++j) c[i * kFilters + j] = acc[i][j];
+    for (int64_t j = 0; j < F; ++j) c[i * F + j] = acc[i][j];
 #endif
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const int64_t*, const float*, float*);
 
-// The tiles of 12, 8 and 4 pixels for a pixel stride.
-template <int NP>
+// The tile of NP pixels by 8 NV filters for a pixel stride.
+template <int NP, int NV>
 TileFn tile_for(int64_t stride) {
   switch (stride) {
-    case 1: return tile<NP, 1>;
-    case 8: return tile<NP, 8>;
-    case 16: return tile<NP, 16>;
-    default: return tile<NP, 0>;
+    case 1: return tile<NP, NV, 1>;
+    case 8: return tile<NP, NV, 8>;
+    case 16: return tile<NP, NV, 16>;
+    default: return tile<NP, NV, 0>;
   }
 }
 
@@ -117,46 +129,54 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
       bool first = true;
       for (int64_t m = m0; m < m0 + len;) {
         const int64_t n = m / PQ, p = (m / plan.Q) % plan.P, q = m % plan.Q, run = std::min(plan.Q - q, m0 + len - m);
-        const float* x = img.data.data() + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
+        const float* x = img.data + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
         fn(run, x, plan.sw * img.C, plan.gy + m * plan.gy_stride, plan.gy_stride, acc, first);
         first = false;
         m += run;
       }
       if (first) std::fill_n(acc, nt * F, 0.0f);  // no pixels: a sum of nothing
       for (int64_t i = 0; i < nt; ++i)
-        for (int64_t f = 0; f < F; ++f) gw[f * T + r * SC + j0 + i] = acc[i * F + f];
+        for (int64_t f = 0; f < plan.filters; ++f) gw[f * T + r * SC + j0 + i] = acc[i * F + f];
     }
 }
 
 void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {
   plan.F = F;
-  plan.weights.resize(static_cast<size_t>(F * T));
-  for (int64_t fb = 0; fb < F / kFilters; ++fb)
+  plan.width = F % 16 == 0 ? 16 : 8;
+  const int64_t W = plan.width, blocks = (F + W - 1) / W;
+  plan.weights.assign(static_cast<size_t>(blocks * T * W), 0.0f);  // filters past F: zeros
+  for (int64_t fb = 0; fb < blocks; ++fb)
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < kFilters; ++j)
-        plan.weights[static_cast<size_t>((fb * T + t) * kFilters + j)] = wt[(fb * kFilters + j) * T + t];
+      for (int64_t j = 0; j < W && fb * W + j < F; ++j)
+        plan.weights[static_cast<size_t>((fb * T + t) * W + j)] = wt[(fb * W + j) * T + t];
 }
 
 void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep) {
   const Padded& img = *plan.img;
-  const int64_t T = static_cast<int64_t>(plan.offsets.size()), rows = img.N * plan.P, blocks = plan.F / kFilters;
-  const TileFn fns[3] = {tile_for<4>(img.C), tile_for<8>(img.C), tile_for<kPixels>(img.C)};
+  const int64_t T = static_cast<int64_t>(plan.offsets.size()), rows = img.N * plan.P, W = plan.width;
+  const int64_t blocks = (plan.F + W - 1) / W;
+  // Tiles of 4, 8 and 12 pixels by 8 filters, or of 2, 4 and 6 by 16 (12 accumulators at most).
+  const bool wide = W == 16;
+  const int64_t step = wide ? 2 : 4;
+  const TileFn fns[3] = {wide ? tile_for<2, 2>(img.C) : tile_for<4, 1>(img.C),
+                         wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C),
+                         wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C)};
   const int threads = rows * plan.Q * plan.F * T < (int64_t{1} << 18) ? 1 : op_threads();
   parallel_static(threads, rows, [&](int64_t row) {
     const int64_t n = row / plan.P, p = row % plan.P;
-    const float* base = img.data.data() + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
+    const float* base = img.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
     alignas(32) float c[kPixels * kFilters];
-    for (int64_t q0 = 0; q0 < plan.Q; q0 += kPixels) {
+    for (int64_t q0 = 0; q0 < plan.Q; q0 += 3 * step) {
       // A row's last few pixels take the smallest tile that holds them, ending at the row's
       // end (when the row is shorter, overlapping the tile before: those pixels' sums are
       // computed again, the same chain, and stored again unchanged).
-      const int64_t left = plan.Q - q0, size = left > 8 ? kPixels : left > 4 ? 8 : 4;
+      const int64_t left = plan.Q - q0, size = left > 2 * step ? 3 * step : left > step ? 2 * step : step;
       const int64_t q = std::max<int64_t>(0, std::min(q0, plan.Q - size));
-      const TileFn fn = fns[size / 4 - 1];
+      const TileFn fn = fns[size / step - 1];
       for (int64_t b = 0; b < blocks; ++b) {
-        fn(T, base + q * img.C, img.C, plan.offsets.data(), plan.weights.data() + b * T * kFilters, c);
-        gemm::store_tile<float>(c, kFilters, row * plan.Q + q, std::min(size, plan.Q - q), b * kFilters, kFilters, out,
-                                ep);
+        fn(T, base + q * img.C, img.C, plan.offsets.data(), plan.weights.data() + b * T * W, c);
+        gemm::store_tile<float>(c, W, row * plan.Q + q, std::min(size, plan.Q - q), b * W, std::min(W, plan.F - b * W),
+                                out, ep);
       }
     }
   });

@@ -2,8 +2,8 @@
 // full-resolution level has): the GEMM engine would copy every pixel's receptive field
 // into a panel and use each copied value for only 8-16 filters, so packing, not
 // arithmetic, sets its speed there. Here a register tile of 12 neighbouring output pixels
-// by 8 filters reads its inputs straight from a zero-padded copy of the image (the 12
-// pixels' taps lie C values apart), and each output's sum is the same chain of fused
+// by 8 filters (or 6 by 16) reads its inputs straight from a zero-padded copy of the image
+// (the pixels' taps lie C values apart), and each output's sum is the same chain of fused
 // multiply-adds over the taps in the same order as the engine's: results equal it bit for
 // bit. Used by the forward and, as the convolution of the output gradient with the
 // flipped filters, by the stride-1 input gradient.
@@ -19,9 +19,11 @@ namespace hg::cpu::direct {
 constexpr int64_t kPixels = 12, kFilters = 8;
 
 // One "image" the direct kernel reads: f32, zero-padded so every tap of every output pixel
-// is inside it: [N, Hp, Wp, C].
+// is inside it: [N, Hp, Wp, C] at `data` (the storage below, or the tensor itself when it is
+// f32 and needs no padding).
 struct Padded {
-  std::vector<float> data;
+  std::vector<float> storage;
+  const float* data = nullptr;
   int64_t N = 0, Hp = 0, Wp = 0, C = 0;
 };
 
@@ -33,11 +35,12 @@ struct Plan {
   const Padded* img = nullptr;
   int64_t P = 0, Q = 0, sh = 1;
   std::vector<int64_t> offsets;  // T taps
-  std::vector<float> weights;    // [F / 8][T][8]: each tap's 8 filters side by side
-  int64_t F = 0;
+  std::vector<float> weights;    // [F / width][T][width]: each tap's filters side by side
+  int64_t F = 0, width = 8;      // filters; per register tile: 16 when F is a multiple of 16, else 8
 };
 
-// Packs F x T filter-major weights (f32) into the plan's [F / 8][T][8] layout.
+// Packs F x T filter-major weights (f32) into the plan's [F / width][T][width] layout (a
+// last block of fewer than `width` filters padded with zeros, never stored).
 void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T);
 
 // Runs the plan: every output pixel and filter, rows split among the threads (a row's sums
@@ -54,10 +57,11 @@ struct WgradPlan {
   int64_t P = 0, Q = 0, sh = 1, sw = 1, dh = 1, R = 1, S = 1;
   const float* gy = nullptr;  // [pixels, gy_stride], the F filters at the start of a row
   int64_t gy_stride = 8;
-  int64_t F = 8;  // filters: 8 or 16
+  int64_t F = 8;        // filters per tile: 8 or 16
+  int64_t filters = 8;  // of which real (the rest are gy's zero padding): gw has this many rows
 };
 
-// gw [F, R*S*C] (row-major, overwritten) = the sum over pixels [m0, m0 + len).
+// gw [filters, R*S*C] (row-major, overwritten) = the sum over pixels [m0, m0 + len).
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw);
 
 }  // namespace hg::cpu::direct

@@ -1,10 +1,10 @@
 // The direct convolution (ops/cpu/conv2d_direct.h), which the CPU forward and stride-1
-// input gradient take for 8 output channels (16 with a 3x3 kernel): its sums must be the
-// engine's, bit for bit. A pass with 24 output channels runs on the engine; its first 8
+// input gradient take for up to 8 output channels (16 with a 3x3 kernel): its sums must be
+// the engine's, bit for bit. A pass with 24 output channels runs on the engine; its first
 // channels, with the same filters, must equal the direct pass exactly, for every row
 // length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
 // stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
-// The direct weight gradient (8 and 16 filters) likewise equals the outer-product driver's.
+// The direct weight gradient (up to 8, and 16 filters) likewise equals the outer-product driver's.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
@@ -60,7 +60,8 @@ class Threads {
 
 }  // namespace
 
-TEST_CASE("conv2d direct forward: 8 filters equal the engine's first 8 of 24, bit for bit", "[conv2d][direct]") {
+TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first of 24, bit for bit",
+          "[conv2d][direct]") {
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16})
       for (bool bias : {false, true}) {
@@ -70,23 +71,27 @@ TEST_CASE("conv2d direct forward: 8 filters equal the engine's first 8 of 24, bi
         Generator g(41);
         const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w24 = randn({24, c.R, c.R, c.C}, {dt}, &g);
         const Tensor b24 = bias ? randn({24}, {dt}, &g) : Tensor();
-        const Tensor w8 = w24.narrow(0, 0, 8).contiguous(), b8 = bias ? b24.narrow(0, 0, 8).contiguous() : Tensor();
-        const Tensor engine = run_forward(x, w24, b24, c.p).narrow(3, 0, 8).contiguous();
-        Tensor one, two;
-        {
-          Threads t(1);
-          one = run_forward(x, w8, b8, c.p);
+        const Tensor all = run_forward(x, w24, b24, c.p);
+        for (int64_t F : {4, 8, 16}) {  // 4: a head's classes, padded to a tile of 8
+          INFO(F << " filters");
+          const Tensor wf = w24.narrow(0, 0, F).contiguous(), bf = bias ? b24.narrow(0, 0, F).contiguous() : Tensor();
+          const Tensor engine = all.narrow(3, 0, F).contiguous();
+          Tensor one, two;
+          {
+            Threads t(1);
+            one = run_forward(x, wf, bf, c.p);
+          }
+          {
+            Threads t(2);
+            two = run_forward(x, wf, bf, c.p);
+          }
+          CHECK(same_bits(one, engine));
+          CHECK(same_bits(two, engine));
         }
-        {
-          Threads t(2);
-          two = run_forward(x, w8, b8, c.p);
-        }
-        CHECK(same_bits(one, engine));
-        CHECK(same_bits(two, engine));
       }
 }
 
-TEST_CASE("conv2d direct input gradient: 8 input channels equal the engine's first 8 of 24, bit for bit",
+TEST_CASE("conv2d direct input gradient: 1, 8 and 16 input channels equal the engine's first of 24, bit for bit",
           "[conv2d][direct]") {
   for (const Case& c : kCases) {
     if (c.p.stride[0] != 1) continue;  // the direct input gradient is stride 1 only
@@ -95,13 +100,17 @@ TEST_CASE("conv2d direct input gradient: 8 input channels equal the engine's fir
                  << c.p.dilation[0] << " " << dtype_name(dt));
       Generator g(43);
       const int64_t K = c.C;  // the forward's filters: the input gradient's input channels
-      const Tensor w24 = randn({K, c.R, c.R, 24}, {dt}, &g), w8 = w24.narrow(3, 0, 8).contiguous();
-      const Tensor y = run_forward(zeros({c.N, c.H, c.W, 8}, {dt}), w8, Tensor(), c.p);
+      const Tensor w24 = randn({K, c.R, c.R, 24}, {dt}, &g);
+      const Tensor y = run_forward(zeros({c.N, c.H, c.W, 24}, {dt}), w24, Tensor(), c.p);
       const Tensor gy = randn(y.shape(), {dt}, &g);
-      Tensor gx24 = empty({c.N, c.H, c.W, 24}, {dt}), gx8 = empty({c.N, c.H, c.W, 8}, {dt});
+      Tensor gx24 = empty({c.N, c.H, c.W, 24}, {dt});
       conv2d_dgrad_stub(Device::cpu(), gy, w24, Tensor(), gx24, c.p);
-      conv2d_dgrad_stub(Device::cpu(), gy, w8, Tensor(), gx8, c.p);
-      CHECK(same_bits(gx8, gx24.narrow(3, 0, 8).contiguous()));
+      for (int64_t F : {1, 8, 16}) {  // 1: the image's one channel, padded to a tile of 8
+        INFO(F << " input channels");
+        Tensor gxf = empty({c.N, c.H, c.W, F}, {dt});
+        conv2d_dgrad_stub(Device::cpu(), gy, w24.narrow(3, 0, F).contiguous(), Tensor(), gxf, c.p);
+        CHECK(same_bits(gxf, gx24.narrow(3, 0, F).contiguous()));
+      }
     }
   }
 }
@@ -120,7 +129,7 @@ TEST_CASE("conv2d direct forward: inf and NaN inputs give what the engine gives"
   CHECK(std::isnan(direct.to_vector<float>()[(2 * 30 + 17) * 8]));  // a NaN tap poisons its neighbours' sums
 }
 
-TEST_CASE("conv2d direct weight gradient: 8 and 16 filters equal the outer-product driver's first of 24, bit for bit",
+TEST_CASE("conv2d direct weight gradient: 4, 8 and 16 filters equal the outer-product driver's first of 24, bit for bit",
           "[conv2d][direct][wgrad]") {
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16}) {
@@ -132,7 +141,7 @@ TEST_CASE("conv2d direct weight gradient: 8 and 16 filters equal the outer-produ
       const Tensor gy24 = randn(y.shape(), {dt}, &g);
       Tensor gw24 = empty({24, c.R, c.R, c.C}, {dt});
       conv2d_wgrad_stub(Device::cpu(), gy24, x, gw24, c.p);
-      for (int64_t F : {8, 16}) {
+      for (int64_t F : {4, 8, 16}) {
         INFO(F << " filters");
         const Tensor gy = gy24.narrow(3, 0, F).contiguous();
         Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
