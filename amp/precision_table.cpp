@@ -19,7 +19,8 @@ const std::vector<OpPrecision>& precision_table() {
       {"conv_transpose2d", P::lower, "the input gradient of conv2d, same kernels"},
       {"softmax", P::fp32,
        "the max is subtracted first, so exp cannot overflow; but an f16 output flushes probabilities at or below 2^-25 "
-       "to 0 and rounds the rest to 11 bits, and the normalising sum needs f32 precision"},
+       "to 0, keeps fewer than 11 significant bits below 2^-14 (subnormal) and 11 above, and the normalising sum "
+       "needs f32 precision"},
       {"log_softmax", P::fp32,
        "x - max - log(sum): never forms the probabilities, so tiny ones keep their log; the sum needs f32 precision"},
       {"exp", P::fp32, "exp(x) > 65504 for x > 11.09"},
@@ -29,7 +30,7 @@ const std::vector<OpPrecision>& precision_table() {
       {"mean", P::fp32, "a reduction: f32 result (PyTorch's autocast leaves mean in the input's dtype)"},
       {"cross_entropy", P::fp32, "a loss: log-softmax and a reduction over every pixel"},
       {"bce_with_logits", P::fp32, "a loss"},
-      {"mse_loss", P::fp32, "a loss: squares overflow f16 beyond 256"},
+      {"mse_loss", P::fp32, "a loss: a difference of 255.97 or more squares to inf in f16 (x^2 >= 65520 rounds to inf)"},
       {"soft_dice", P::fp32, "a loss: sums of probabilities over the whole batch exceed 65504"},
       {"batch_norm", P::fp32, "statistics always accumulate in f32 inside the op; output in the input's dtype"},
       {"add", P::promote, "elementwise: the widest input decides, no information is thrown away"},
@@ -53,7 +54,9 @@ const std::vector<OpPrecision>& precision_table() {
       {"bmm", P::lower, "a batched matmul"},
       {"scaled_dot_product_attention", P::lower,
        "q kᵀ and the product with v run in the compute dtype; the softmax between them is f32"},
-      {"layer_norm", P::fp32, "mean and variance over a row need f32: an offset of 1000 leaves f16 no digits for the spread"},
+      {"layer_norm", P::fp32,
+       "the row's mean and variance are sums that cancel: accumulated in f16 they lose the spread, and x^2 is inf "
+       "in f16 from |x| of about 256 (x^2 >= 65520); an f16 input keeps what storage kept, no more"},
       {"gelu_tanh", P::follow, "computed in f32 and rounded once"},
       {"index_select", P::follow, "copies rows: exact"},
       {"gather", P::follow, "copies elements: exact"},

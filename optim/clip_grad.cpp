@@ -103,7 +103,8 @@ void refuse_scaled(const std::vector<Tensor>& params) {
     throw Error(detail::concat(
         "clipping gradients that are still multiplied by the loss scale S = ", mark->scale.item<double>(),
         " (parameter '", p.name(), "'): the threshold would apply to S x grad, so it would fire on every step and "
-        "mean nothing (with SGD the step would also be ~S times too small; Adam's m/sqrt(v) largely cancels S). "
+        "mean nothing, and the step, unscaled after the clip, would shrink: S times under SGD once the "
+        "true norm exceeds the threshold, under Adam down to eps's size in a large model. "
         "Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
   }
 }
