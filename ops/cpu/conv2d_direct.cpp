@@ -1,5 +1,6 @@
 // The direct convolution's register tile and its driver (conv2d_direct.h).
 #include "ops/cpu/conv2d_direct.h"
+#include "ops/cpu/gemm/outer_avx2.h"
 
 #include <algorithm>
 #include <array>
@@ -69,37 +70,11 @@ TileFn tile_for(int64_t stride) {
 }
 
 // acc[i * F + f] (i < NT taps, f < F = 8 NV filters) += x[i] * g[f] for each of n pixels in
-// order, x advancing by xs and g by gs per pixel; first: acc starts at zero.
+// order, x advancing by xs and g by gs per pixel; first: acc starts at zero. The outer-product
+// tile of the weight-gradient driver, with the image and gy as its panels.
 template <int NT, int NV>
 void wgrad_tile(int64_t n, const float* x, int64_t xs, const float* g, int64_t gs, float* acc, bool first) {
-  constexpr int F = 8 * NV;
-#ifdef HG_DIRECT_AVX2
-  __m256 a[NT][NV];
-#pragma GCC unroll 12
-  for (int i = 0; i < NT; ++i)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) a[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + i * F + 8 * v);
-  for (int64_t m = 0; m < n; ++m, x += xs, g += gs) {
-    __m256 gv[NV];
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) gv[v] = _mm256_loadu_ps(g + 8 * v);
-#pragma GCC unroll 12
-    for (int i = 0; i < NT; ++i) {
-      const __m256 xi = _mm256_broadcast_ss(x + i);
-#pragma GCC unroll 2
-      for (int v = 0; v < NV; ++v) a[i][v] = _mm256_fmadd_ps(xi, gv[v], a[i][v]);
-    }
-  }
-#pragma GCC unroll 12
-  for (int i = 0; i < NT; ++i)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(acc + i * F + 8 * v, a[i][v]);
-#else
-  if (first) std::fill_n(acc, NT * F, 0.0f);
-  for (int64_t m = 0; m < n; ++m, x += xs, g += gs)
-    for (int i = 0; i < NT; ++i)
-      for (int f = 0; f < F; ++f) acc[i * F + f] = std::fma(x[i], g[f], acc[i * F + f]);
-#endif
+  gemm::outer_avx2<NT, NV>(n, x, xs, g, gs, acc, 8 * NV, first);
 }
 
 using WgradFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, bool);

@@ -5,12 +5,11 @@
 // length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
 // stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
 // The direct weight gradient (up to 8, and 16 filters) likewise equals the outer-product driver's.
-#include <omp.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
+#include "tests/thread_count.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
 
@@ -49,15 +48,6 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return true;
 }
 
-class Threads {
- public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
 }  // namespace
 
 TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first of 24, bit for bit",
@@ -78,11 +68,11 @@ TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first o
           const Tensor engine = all.narrow(3, 0, F).contiguous();
           Tensor one, two;
           {
-            Threads t(1);
+            test::Threads t(1);
             one = run_forward(x, wf, bf, c.p);
           }
           {
-            Threads t(2);
+            test::Threads t(2);
             two = run_forward(x, wf, bf, c.p);
           }
           CHECK(same_bits(one, engine));
@@ -146,11 +136,11 @@ TEST_CASE("conv2d direct weight gradient: 4, 8 and 16 filters equal the outer-pr
         const Tensor gy = gy24.narrow(3, 0, F).contiguous();
         Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
         {
-          Threads t(1);
+          test::Threads t(1);
           conv2d_wgrad_stub(Device::cpu(), gy, x, one, c.p);
         }
         {
-          Threads t(2);
+          test::Threads t(2);
           conv2d_wgrad_stub(Device::cpu(), gy, x, two, c.p);
         }
         CHECK(same_bits(one, gw24.narrow(0, 0, F).contiguous()));

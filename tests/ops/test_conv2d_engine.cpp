@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/thread_count.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
 #include "tests/ops/cpu/gemm/model_kernels.h"
@@ -106,15 +107,6 @@ std::vector<uint8_t> bytes(const Tensor& t) {
   return {p, p + c.numel() * static_cast<int64_t>(dtype_size(c.dtype()))};
 }
 
-class Threads {
- public:
-  explicit Threads(int n) : saved_(hg::num_threads()) { hg::set_num_threads(n); }
-  ~Threads() { hg::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
 }  // namespace
 
 TEST_CASE("conv kernels: strided, dilated, padded and grouped passes equal f64 loops", "[conv2d][gemm]") {
@@ -191,7 +183,7 @@ TEST_CASE("conv kernels give bitwise the same results on 1 and 2 threads", "[con
     const Tensor x = randn(c.x, {dt}, &g), w = randn(c.w, {dt}, &g), gy = randn(out_shape(c), {dt}, &g);
     std::vector<uint8_t> runs[2][3];
     for (int t : {1, 2}) {
-      Threads threads(t);
+      test::Threads threads(t);
       Tensor y = empty(out_shape(c), {dt}), gx = empty(c.x, {dt}), gw = empty(c.w, {dt});
       conv2d_forward_stub(Device::cpu(), x, w, Tensor(), y, c.p);
       conv2d_dgrad_stub(Device::cpu(), gy, w, Tensor(), gx, c.p);

@@ -2,13 +2,12 @@
 // a second, independent check of that reduction (issue 29): through conv2d's backward, on
 // shapes of 2 to 4 chunks with a short last one, by counting (all-ones operands give each
 // weight the number of pixels its tap sees, exact in every dtype) and by an f64 loop.
-#include <omp.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
+#include "tests/thread_count.h"
 #include "halfgrad.h"
 #include "tests/ops/cpu/gemm/model_kernels.h"
 
@@ -32,15 +31,6 @@ Tensor weight_grad(const Tensor& x, const Tensor& gy, int64_t k) {
   return w.grad();
 }
 
-class Threads {
- public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
 void check_counts(DType dt) {
   for (const Case& c : kCases) {
     const int64_t N = c.x[0], H = c.x[1], W = c.x[2], C = c.x[3];
@@ -63,7 +53,7 @@ void check_counts(DType dt) {
 TEST_CASE("conv2d weight gradient over several pixel chunks counts every pixel", "[conv2d][wgrad]") {
   for (int threads : {1, 2}) {
     INFO(threads << " threads");
-    Threads t(threads);
+    test::Threads t(threads);
     for (DType dt : {f64, f32, f16, bf16}) check_counts(dt);
   }
   // f16/bf16 on the AMX kernels' tile model as well (the engine's other path).

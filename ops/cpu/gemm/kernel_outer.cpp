@@ -5,11 +5,8 @@
 #include <cmath>
 
 #include "ops/cpu/gemm/kernel.h"
+#include "ops/cpu/gemm/outer_avx2.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define HG_OUTER_AVX2 1
-#endif
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define HG_OUTER_AVX512 1
@@ -34,37 +31,11 @@ template void outer_tile<double>(int64_t, int64_t, int64_t, const double*, const
 
 namespace {
 
-#ifdef HG_OUTER_AVX2
-// MR rows, V vectors of 8 columns.
+// MR rows, V vectors of 8 columns, both panels k-major (outer_avx2.h).
 template <int MR, int V>
 void avx2_outer(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
-  __m256 acc[MR][V];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) acc[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * ldc + 8 * v);
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += 8 * V) {
-    __m256 bv[V];
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m256 x = _mm256_broadcast_ss(a + i);
-#pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(x, bv[v], acc[i][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
+  outer_avx2<MR, V>(kc, a, MR, b, 8 * V, c, ldc, first);
 }
-#else
-template <int MR, int V>
-void avx2_outer(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
-  outer_tile<float>(MR, 8 * V, kc, a, b, c, ldc, first);
-}
-#endif
 
 }  // namespace
 

@@ -9,22 +9,12 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/thread_count.h"
 #include "halfgrad.h"
 
 using namespace hg;
 
 namespace {
-
-class Threads {
- public:
-  explicit Threads(int n) : saved_(hg::num_threads()) { hg::set_num_threads(n); }
-  ~Threads() { hg::set_num_threads(saved_); }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
- private:
-  int saved_;
-};
 
 // Equal bits, or both NaN (a NaN's payload is not specified).
 template <class T>
@@ -158,7 +148,7 @@ void check_cross_entropy(int64_t C) {
 
 TEST_CASE("vectorised softmax and log_softmax are bitwise the scalar loops, forward and backward", "[softmax][vec]") {
   for (int threads : {1, 2}) {
-    Threads t(threads);
+    test::Threads t(threads);
     for (int64_t n : {1, 3, 7, 8, 9, 16, 31, 1000})
       for (bool log : {false, true}) {
         INFO("threads " << threads << " n " << n << (log ? " log_softmax" : " softmax"));
