@@ -70,7 +70,7 @@ int main() {
     try_scale(model, x, y, s, true, &g);                        // the real f16 step at S
     const double err = std::sqrt(sum(square(sub(g, ref))).item<double>() / sum(square(ref)).item<double>());
     char e[32];
-    std::snprintf(e, sizeof e, std::isfinite(err) ? "%.2g" : "non-finite (step skipped)", err);
+    std::snprintf(e, sizeof e, std::isfinite(err) ? "%.2g" : "non-finite: a scaler skips", err);
     std::printf("2^%-5g %10lld %9lld %10lld %9lld  %s\n", std::log2(s), static_cast<long long>(c.numel),
                 static_cast<long long>(c.flush), static_cast<long long>(c.subnormal),
                 static_cast<long long>(c.overflow), e);
