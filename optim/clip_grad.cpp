@@ -104,7 +104,8 @@ void refuse_scaled(const std::vector<Tensor>& params) {
         "clipping gradients that are still multiplied by the loss scale S = ", mark->scale.item<double>(),
         " (parameter '", p.name(), "'): the threshold would apply to S x grad, so it would fire on every step and "
         "mean nothing, and the step, unscaled after the clip, would shrink: S times under SGD once the "
-        "true norm exceeds the threshold, under Adam down to eps's size in a large model. "
+        "true norm exceeds the threshold, and under Adam too once the gradient it then sees, about threshold / "
+        "(S sqrt(n)) per element for n parameters, nears eps. "
         "Call scaler.unscale_(optimizer) first: scale -> backward -> unscale_ -> clip -> step -> update"));
   }
 }
