@@ -4,6 +4,8 @@
 // runs over rotating input buffers larger than the 50 MB L2, so no run reads a warm cache.
 //   gpu_kernels [--quick] [--out table.md]
 // Needs a native CUDA build and a GPU; under the CPU emulation it refuses (exit 2).
+// Exit 1 when any row's max rel diff exceeds its dtype's bound (diff_bound) or halfgrad's
+// kernel threw; a row without a vendor result (no cuBLAS/cuDNN here) has no verdict.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,7 +38,24 @@ struct Row {
   double ours = NAN, vendor = NAN, max_rel_diff = NAN;
   std::string ran;   // the kernels halfgrad actually launched (cuda::KernelLog), e.g. after a decline
   std::string note;  // why a number is missing
+  double bound = 0;  // the largest max rel diff that passes (diff_bound)
+  bool ours_failed = false;
 };
+
+// The largest norm-wise relative difference from the vendor's result that passes, for one
+// row's dtype (the output's rounding: f16 2^-11, bf16 2^-8, products in tf32 2^-11 per
+// input, times a margin for a different summation order). f32 strict/accurate must agree
+// to near f32 accuracy: 1e-5 separates them from a kernel that fell back to tf32 (~1e-4 at K = 8192).
+double diff_bound(DType dt, cuda::F32Matmul f32_mode) {
+  if (dt == f16) return 1e-2;
+  if (dt == bf16) return 3e-2;
+  return f32_mode == cuda::F32Matmul::fast ? 1e-2 : 1e-5;
+}
+
+// A row fails when halfgrad's side threw or both sides ran and differ beyond the bound.
+bool row_fails(const Row& r) {
+  return r.ours_failed || (!std::isnan(r.max_rel_diff) && !(r.max_rel_diff <= r.bound));
+}
 
 // Fresh N(0, 1) data on the GPU (generated in f32, rounded once into dt); never zeros.
 Tensor random_gpu(const Shape& s, DType dt, uint64_t seed) {
@@ -96,6 +115,7 @@ void measure(Row& r, double flops, int runs, const std::function<void(int, const
       return flops / (median_ms([&](int i) { f(i, out); }, runs) * 1e-3) * 1e-12;
     } catch (const std::exception& e) {
       r.note += std::string(r.note.empty() ? "" : "; ") + who + ": " + e.what();
+      if (&out == &out_ours) r.ours_failed = true;
       return static_cast<double>(NAN);
     }
   };
@@ -118,7 +138,8 @@ const char* kHeader =
 
 // A table line; a row with an error points at its numbered note below the table.
 std::string line(const Row& r, int note_number) {
-  const std::string diff = r.note.empty() ? fmt("%.2e", r.max_rel_diff) : "note " + std::to_string(note_number);
+  std::string diff = r.note.empty() ? fmt("%.2e", r.max_rel_diff) : "note " + std::to_string(note_number);
+  if (row_fails(r)) diff += " FAIL (bound " + fmt("%.0e", r.bound) + ")";
   return "| " + r.kernel + " | " + r.shape + " | " + r.dtype + " | " + fmt("%.1f", r.ours) + " | " +
          fmt("%.1f", r.vendor) + " | " + fmt("%.2f", r.ours / r.vendor) + " | " + diff + " | " +
          (r.ran.empty() ? "—" : r.ran) + " |\n";
@@ -136,6 +157,7 @@ class Rows {
       if (it == notes_.end()) notes_.push_back(r.note);
     }
     lines_.push_back(line(r, number));
+    if (row_fails(r)) ++failures_;
     std::printf("%s", lines_.back().c_str());
     std::fflush(stdout);
   }
@@ -144,6 +166,7 @@ class Rows {
     for (size_t i = 0; i < notes_.size(); ++i) t += "\nnote " + std::to_string(i + 1) + ": " + notes_[i] + "\n";
     return t;
   }
+  int failures() const { return failures_; }
   std::string table() const {
     std::string t = kHeader;
     for (const std::string& l : lines_) t += l;
@@ -152,6 +175,7 @@ class Rows {
 
  private:
   std::vector<std::string> lines_, notes_;
+  int failures_ = 0;
 };
 
 // One GEMM row: dtype, f32 mode, whether the Hopper kernel may run, and the layout of B:
@@ -181,6 +205,7 @@ void gemm_rows(Rows& rows, const std::vector<int64_t>& sizes, int runs) {
       const cuda::ScopedF32Matmul f32_mode(m.f32);
       const cuda::ScopedHopperGemm hopper(m.hopper);
       Row r{"gemm", std::to_string(n) + "^3", m.label};
+      r.bound = diff_bound(m.dt, m.f32);
       const int sets = rotation_sets(2.0 * n * n * static_cast<double>(dtype_size(m.dt)));
       std::vector<Tensor> a, b;
       for (int s = 0; s < sets; ++s) {
@@ -222,6 +247,7 @@ void conv_rows(Rows& rows, const std::vector<Layer>& layers, int64_t N, int runs
       auto pick = [&](const std::vector<Tensor>& v, int i) -> const Tensor& { return v[static_cast<size_t>(i % sets)]; };
       Row fwd{"conv fprop", shape, dtype_name(dt)}, dgrad{"conv dgrad", shape, dtype_name(dt)},
           wgrad{"conv wgrad", shape, dtype_name(dt)};
+      for (Row* r : {&fwd, &dgrad, &wgrad}) r->bound = diff_bound(dt, cuda::F32Matmul::strict);
       measure(
           fwd, flops, runs, [&](int i, const Tensor& y) { conv2d_forward_stub(kGpu, pick(x, i), pick(w, i), Tensor(), y, p); },
           [&](int i, const Tensor& y) { cuda::vendor::conv2d_forward(pick(x, i), pick(w, i), y, p); },
@@ -287,7 +313,8 @@ int main(int argc, char** argv) {
       "kernel switched off, 'wgmma' rows with it on: on a GPU other than sm_90 or if its self-check failed they "
       "run mma.sync too); vendor = cuBLAS "
       "(cublasGemmStridedBatchedEx) / cuDNN; f32 accurate's vendor is cuBLAS in plain f32 (it has no 3xTF32 mode); "
-      "max rel diff = max |ours - vendor| / max |vendor| over one output; ran (ours) = the kernels halfgrad's run "
+      "max rel diff = max |ours - vendor| / max |vendor| over one output, FAIL beyond its bound (f16 1e-2, bf16 3e-2, "
+      "tf32 1e-2, f32 strict/accurate 1e-5); ran (ours) = the kernels halfgrad's run "
       "launched (copies included), which says whether a 'wgmma' row really ran wgmma; conv shapes: cin->cout @HxW xbatch, 3x3, "
       "padding 1, NHWC.\n";
   std::printf("\n%s", kHeader);
@@ -304,5 +331,11 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (rows.failures() > 0) {
+    std::fprintf(stderr, "gpu_kernels: %d row(s) FAIL: a max rel diff beyond its bound or a halfgrad kernel that threw\n",
+                 rows.failures());
+    return 1;
+  }
+  std::printf("gpu_kernels: every row with a vendor result within its bound\n");
   return 0;
 }
