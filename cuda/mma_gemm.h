@@ -125,7 +125,7 @@ HG_DEVICE uint32_t tf32_part(float x, bool small) {
 // The number of K chunks a kernel's output stands for: 1 unless it is SplitPartials (a
 // constant, so the unsplit kernels compile as before).
 template <class Out>
-HG_DEVICE constexpr int64_t kSplit(const Out& out) {
+HG_DEVICE constexpr int64_t split_chunks(const Out& out) {
   if constexpr (kIsSplitPartials<Out>) return out.split;
   else return 1;
 }
@@ -157,9 +157,9 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   mma_detail::OperandLoader<OpB, SrcB, Tile::kThreads> load_b;
 
   for (int64_t z = blockIdx.z; z < batches; z += gridDim.z)
-    for (int64_t item = blockIdx.x; item < m_tiles * n_tiles * kSplit(out); item += gridDim.x) {
+    for (int64_t item = blockIdx.x; item < m_tiles * n_tiles * split_chunks(out); item += gridDim.x) {
       // Unsplit: item is the tile. Split: the chunks of a tile are consecutive items.
-      const int64_t tile = item / kSplit(out), chunk = item % kSplit(out);
+      const int64_t tile = item / split_chunks(out), chunk = item % split_chunks(out);
       const TileCoord tc = grouped_tile(tile, m_tiles, n_tiles, kTileGroup);
       const int64_t m0 = tc.m * Tile::BM, n0 = tc.n * Tile::BN;
       // This item's k range [k_begin, k_end): all of K, or its chunk (k_chunk is a multiple of BK).

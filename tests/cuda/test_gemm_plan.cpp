@@ -76,10 +76,16 @@ TEST_CASE("gemm_tile_plan: the U-Net's other weight gradients, its head and larg
 
 TEST_CASE("gemm_tile_plan's forcing knobs and errors", "[cuda][splitk]") {
   // A forced split ignores the depth minimum, is capped at the k-steps, never leaves an empty chunk.
+  // Chunks are whole k-steps: 3 requested over K = 100 (4 k-steps of 32) give ceil(4 / 3) = 2
+  // steps per chunk, so 2 chunks (64 and 36); 4 requested give 4 (32, 32, 32, 4).
   const cuda::GemmTilePlan p = cuda::gemm_tile_plan(1, 64, 64, 100, 2, 32, MmaTileChoice::automatic, 3);
-  CHECK(p.split == 3);
-  CHECK(p.k_chunk == 64);  // ceil(100 / 3) = 34 -> 64: chunks of 64 and 36
-  // 5 requested over 4 k-steps of 32: k_chunk 32, 4 chunks.
+  CHECK(p.split == 2);
+  CHECK(p.k_chunk == 64);
+  require_chunks_cover(p, 100, 32);
+  const cuda::GemmTilePlan p4 = cuda::gemm_tile_plan(1, 64, 64, 100, 2, 32, MmaTileChoice::automatic, 4);
+  CHECK(p4.split == 4);
+  CHECK(p4.k_chunk == 32);
+  // 5 requested over 4 k-steps: capped at 4.
   CHECK(cuda::gemm_tile_plan(1, 64, 64, 100, 2, 32, MmaTileChoice::automatic, 5).split == 4);
   CHECK(cuda::gemm_tile_plan(1, 64, 64, 96, 2, 32, MmaTileChoice::automatic, 8).split == 3);
   // A forced tile wins, except that a split large tile runs the small one.

@@ -20,6 +20,9 @@
 #include "tests/cuda/emulated_sms.h"
 #include "tests/cuda/op_compare.h"
 #include "tests/devices.h"
+#if defined(HG_CUDA_EMULATION)
+#include "cuda/emu/tma_model.h"
+#endif
 
 using namespace hg;
 using Catch::Matchers::Contains;
