@@ -9,6 +9,7 @@
 #include "cuda/hopper_gemm.h"
 #include "cuda/hopper_gemm_launch.h"
 #include "cuda/kernel_log.h"
+#include "cuda/kernel_settings.h"
 #include "cuda/runtime.h"
 #include "cuda/stream.h"
 #include "framework/error.h"
@@ -206,7 +207,9 @@ bool hopper_gemm(const HopperGemm& g) {
   if (g.batches == 0 || hopper_gemm_refusal(g) != nullptr) return false;
   int sms = 0;
   HG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g.device));
-  const int tile_n = hopper_tile_n(g.batches, g.M, g.N, sms);
+  const int forced = g.force_tile_n != 0 ? g.force_tile_n : forced_hopper_tile_n();
+  HG_CHECK(forced == 0 || forced == 128 || forced == 256, "hopper_gemm: force_tile_n must be 0, 128 or 256, got ", forced);
+  const int tile_n = forced == 0 ? hopper_tile_n(g.batches, g.M, g.N, sms) : forced == 256 && g.N >= 256 ? 256 : 128;
   const int64_t tiles_m = (g.M + kHopperTileM - 1) / kHopperTileM, tiles_n = (g.N + tile_n - 1) / tile_n;
   const size_t out_pair = 2 * dtype_size(g.c_dtype);
   const Params p{.M = g.M, .N = g.N, .K = g.K, .tiles_m = tiles_m, .tiles_n = tiles_n,

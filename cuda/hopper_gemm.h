@@ -42,6 +42,10 @@ struct HopperGemm {
   DType bias_dtype = DType::f32;
   bool relu = false;
   int device = 0;
+  // 0: the tile width hopper_tile_n picks (or kernel_settings' forced_hopper_tile_n() when
+  // set); 128 or 256 forces it (the self-check runs both widths at any SM count). A 256
+  // that N < 256 cannot use falls back to 128.
+  int force_tile_n = 0;
 };
 
 // Why the kernel does not apply to g (a sentence), or nullptr when it does. It applies when

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "cuda/cuda_api.h"
+#include "cuda/gemm_plan.h"
 #include "cuda/hopper_gemm.h"
 #include "cuda/hopper_plan.h"
 #include "cuda/hopper_self_check.h"
@@ -56,10 +58,31 @@ bool run(const Tensor& a_op, bool a_m_major, const Tensor& b_op, bool b_n_major,
   g.c = out.data_ptr(), g.c_dtype = out.dtype(), g.ldc = g.N, g.batch_stride_c = g.M * g.N;
   g.device = out.device().index;
   if (bias.defined()) g.bias = bias.data_ptr(), g.bias_dtype = bias.dtype();
-  return hopper_gemm(g);
+  try {
+    return hopper_gemm(g);
+  } catch (const std::exception& e) {
+    // Outside the self-check: the product goes to mma.sync and the path is switched off for
+    // this device and dtype (the line is printed once: later products do not get here).
+    if (g_verdicts.set(g.device, g.ab_dtype, false, e.what()))
+      std::fprintf(stderr, "halfgrad: the Hopper GEMM kernel failed on cuda:%d in %s (%s); using the mma.sync kernel "
+                           "instead from now on\n", g.device, dtype_name(g.ab_dtype), e.what());
+    return false;
+  }
+}
+
+// Whether the mma.sync engine would split K for this product (few output tiles, deep K).
+bool mma_would_split(int device, int64_t batches, int64_t M, int64_t N, int64_t K) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return gemm_tile_plan_with_settings(batches, M, N, K, sms > 0 ? sms : 1, 32).split > 1;
 }
 
 }  // namespace
+
+HopperVerdicts& hopper_matmul_verdicts() { return g_verdicts; }
 
 bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (!device_ready(a)) return false;
@@ -72,6 +95,7 @@ bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out) {
     note_slow_path("bmm (Hopper kernel declined)", plan.decline);
     return false;
   }
+  if (mma_would_split(out.device().index, a.size(0), M, N, K)) return false;
   if (!trusted(a.device(), a.dtype())) return false;
   // A as it is (K-contiguous), as its M-contiguous transpose, or a K-contiguous copy.
   const Tensor a_op = plan.a_m_major ? a.transpose(1, 2) : plan.copy_a ? a.contiguous() : a;
@@ -96,6 +120,7 @@ bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const T
     note_slow_path("linear (Hopper kernel declined)", plan.decline);
     return false;
   }
+  if (mma_would_split(out.device().index, 1, M, N, K)) return false;
   if (!trusted(x.device(), x.dtype())) return false;
   const Tensor a_op = plan.a_m_major ? x3.transpose(1, 2) : x3;  // x [M, K] M-contiguous: read as x^T
   const Tensor b_op = plan.b_n_major ? w3.transpose(1, 2) : w3;  // w [N, K] N-contiguous: read as w^T

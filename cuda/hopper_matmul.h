@@ -4,9 +4,18 @@
 // first time a device would use it for a dtype, it runs small GEMMs with ragged borders and
 // compares them with an f64 reference (cuda/hopper_self_check.h); if they disagree, or the
 // check throws, the Hopper path is switched off for that device and dtype, with one line on
-// stderr saying so, and the mma.sync kernel runs instead. kernel_settings' hopper_gemm_enabled() (HG_HOPPER_GEMM=off) switches it off for A/B runs.
+// stderr saying so, and the mma.sync kernel runs instead. The same happens when the kernel
+// fails later, outside its check (the driver refuses a tensor map, a launch fails): that
+// product runs on mma.sync, one line on stderr says why, and the path stays off for that
+// device and dtype. Products whose mma.sync plan splits K (few output tiles, a deep K:
+// cuda/gemm_plan.h) are left to mma.sync, whose split-K fills the GPU; the Hopper kernel
+// has no split-K. kernel_settings' hopper_gemm_enabled() (HG_HOPPER_GEMM=off) switches it off for A/B runs.
 #pragma once
 #include "framework/tensor.h"
+
+namespace hg::cuda {
+class HopperVerdicts;
+}
 
 namespace hg::cuda {
 
@@ -17,5 +26,8 @@ namespace hg::cuda {
 bool hopper_bmm(const Tensor& a, const Tensor& b, const Tensor& out);
 // out = x · w^T + bias (the linear_stub contract) with the bias fused; false likewise.
 bool hopper_linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& out);
+
+// The verdicts the two above go by (tests restore them after injecting a failure).
+HopperVerdicts& hopper_matmul_verdicts();
 
 }  // namespace hg::cuda

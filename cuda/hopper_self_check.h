@@ -33,6 +33,7 @@ struct SelfCheckCase {
   // How the kernel reads the operands: A M-contiguous, B N-contiguous (wgmma's transpose
   // modes), else K-contiguous.
   bool a_m_major = false, b_n_major = false;
+  int tile_n = 0;  // HopperGemm::force_tile_n: 0 for the rule, 128 or 256 to force the width
 };
 const std::vector<SelfCheckCase>& hopper_self_check_cases();
 
@@ -67,6 +68,9 @@ class HopperVerdicts {
   bool trusted(int device, DType dt, const std::function<SelfCheckResult()>& check);
   // Why the pair failed ("" when it passed or was never checked).
   std::string why(int device, DType dt) const;
+  // Records a verdict without a check: failed (with why) when the kernel failed outside its
+  // check, passed to restore one in tests. Returns whether the pair was trusted before.
+  bool set(int device, DType dt, bool passed, const std::string& why);
 
  private:
   static constexpr int kDevices = 64;

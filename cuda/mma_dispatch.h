@@ -5,15 +5,19 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cuda/cuda_api.h"
+#include "cuda/gemm_plan.h"
 #include "cuda/kernel_settings.h"
 #include "cuda/mma_gemm.h"
+#include "cuda/runtime.h"
 
 namespace hg::cuda {
 
-// 128 x 128 tiles only when there are enough of them to occupy every SM; otherwise 64 x 64
-// tiles give four times as many blocks.
-inline bool use_large_tiles(int64_t batches, int64_t M, int64_t N) {
-  return (M + 127) / 128 * ((N + 127) / 128) * batches >= 96;
+// The SM count the tile and split rule (cuda/gemm_plan.h) plans for.
+inline int device_sm_count(int device) {
+  int sms = 0;
+  HG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms > 0 ? sms : 1;
 }
 
 // Calls f(integral_constant<MmaMode, mode>) with the tensor-core mode that runs a product
@@ -39,16 +43,23 @@ bool with_mma_mode(F&& f) {
   }
 }
 
-// mma_gemm with the tile config use_large_tiles picks, with the blocks per SM that its
-// sources and mode allow (MmaTileLarge, MmaTileSmall).
+// mma_gemm with the tile and split-K that gemm_tile_plan picks for this device's SM count
+// (and kernel_settings' forcing knobs), with the blocks per SM that its sources and mode
+// allow (MmaTileLarge, MmaTileSmall, MmaTileNarrow).
 template <class T, MmaMode Mode, class SrcA, class SrcB, class Out>
 void mma_gemm_auto(int device, const char* name, int64_t B, int64_t M, int64_t N, int64_t K, const SrcA& a,
                    const SrcB& b, const Out& out) {
   constexpr bool kAligned = source_aligned<SrcA> && source_aligned<SrcB>;
   using Large = MmaTileLarge<T, kAligned>;
   using Small = MmaTileSmall<T, kAligned || Mode != MmaMode::tf32x3>;
-  if (use_large_tiles(B, M, N)) mma_gemm<Large, Mode>(device, name, B, M, N, K, a, b, out);
-  else mma_gemm<Small, Mode>(device, name, B, M, N, K, a, b, out);
+  using Narrow = MmaTileNarrow<T, kAligned || Mode != MmaMode::tf32x3>;
+  static_assert(Large::BK == Small::BK && Small::BK == Narrow::BK, "the plan assumes one k-step for every tile");
+  const GemmTilePlan plan = gemm_tile_plan_with_settings(B, M, N, K, device_sm_count(device), Small::BK);
+  switch (plan.tile) {
+    case MmaTileChoice::large: return mma_gemm<Large, Mode>(device, name, B, M, N, K, a, b, out);  // never split
+    case MmaTileChoice::narrow: return mma_gemm_split<Narrow, Mode>(device, name, plan, B, M, N, K, a, b, out);
+    default: return mma_gemm_split<Small, Mode>(device, name, plan, B, M, N, K, a, b, out);
+  }
 }
 
 }  // namespace hg::cuda

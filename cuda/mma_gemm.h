@@ -14,13 +14,20 @@
 // Shared memory: per stage, A then B, as cuda/mma_smem_layout.h lays them out (ldmatrix and
 // the f32 fragment reads conflict-free); after the K loop the same memory holds the tile's
 // f32 accumulators. Blocks take tiles in cuda/mma_tile_order.h's grouped order.
+//
+// Split-K (cuda/gemm_plan.h decides when): with out = SplitPartials the kernel's work items
+// are (tile, chunk of K) pairs, and each writes its f32 partial tile to the workspace;
+// splitk_reduce_kernel then adds the chunks of each element in chunk order and calls the
+// real epilogue once. mma_gemm_planned() runs either form as the plan says.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
+#include "cuda/caching_allocator.h"
 #include "cuda/device_types.h"
+#include "cuda/gemm_plan.h"
 #include "cuda/kernel_log.h"
 #include "cuda/launch.h"
 #include "cuda/mma_operands.h"
@@ -60,6 +67,20 @@ template <class E, bool TwoBlocks = false>
 using MmaTileLarge = MmaTile<128, 128, 64 / sizeof(E), 64, 32, 3, TwoBlocks ? 2 : 1>;
 template <class E, bool FourBlocks = true>
 using MmaTileSmall = MmaTile<64, 64, 64 / sizeof(E), 32, 32, 3, FourBlocks ? 4 : 1>;
+// For N <= 32 (convolutions with few channels, narrow heads): half the small tile's
+// columns, so fewer of its MMAs multiply zeros; 4 warps of 32 x 16.
+template <class E, bool FourBlocks = true>
+using MmaTileNarrow = MmaTile<64, 32, 64 / sizeof(E), 32, 16, 3, FourBlocks ? 4 : 1>;
+
+// The output of a split-K pass: chunk s's f32 partial sum of element (z, i, j) at
+// p[((s * batches + z) * M + i) * N + j]. The kernel recognises this type and then walks
+// (tile, chunk) pairs, chunk s covering k in [s * k_chunk, min(K, (s + 1) * k_chunk)).
+struct SplitPartials {
+  float* p;
+  int64_t batches, split, k_chunk;
+};
+template <class Out>
+constexpr bool kIsSplitPartials = std::is_same_v<Out, SplitPartials>;
 
 // The f32 output tile's row pitch while it is staged: with 8 words of padding the 8-byte
 // accumulator stores of each half warp (4 rows by 4 column pairs) hit 32 distinct banks.
@@ -101,6 +122,14 @@ HG_DEVICE uint32_t tf32_part(float x, bool small) {
 
 }  // namespace mma_detail
 
+// The number of K chunks a kernel's output stands for: 1 unless it is SplitPartials (a
+// constant, so the unsplit kernels compile as before).
+template <class Out>
+HG_DEVICE constexpr int64_t split_chunks(const Out& out) {
+  if constexpr (kIsSplitPartials<Out>) return out.split;
+  else return 1;
+}
+
 // Natively one block per tile; tile counts above the grid limits loop (every bound tested is
 // the block's, so all its threads reach the same barriers). Tiles are numbered in
 // grouped_tile's order along gridDim.x, batch entries along gridDim.z.
@@ -124,20 +153,25 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
   const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
   const int wm0 = warp % Tile::kWarpsM * Tile::WM, wn0 = warp / Tile::kWarpsM * Tile::WN;
   const int64_t m_tiles = (M + Tile::BM - 1) / Tile::BM, n_tiles = (N + Tile::BN - 1) / Tile::BN;
-  const int64_t k_tiles = (K + BK - 1) / BK;
   mma_detail::OperandLoader<OpA, SrcA, Tile::kThreads> load_a;
   mma_detail::OperandLoader<OpB, SrcB, Tile::kThreads> load_b;
 
   for (int64_t z = blockIdx.z; z < batches; z += gridDim.z)
-    for (int64_t tile = blockIdx.x; tile < m_tiles * n_tiles; tile += gridDim.x) {
+    for (int64_t item = blockIdx.x; item < m_tiles * n_tiles * split_chunks(out); item += gridDim.x) {
+      // Unsplit: item is the tile. Split: the chunks of a tile are consecutive items.
+      const int64_t tile = item / split_chunks(out), chunk = item % split_chunks(out);
       const TileCoord tc = grouped_tile(tile, m_tiles, n_tiles, kTileGroup);
       const int64_t m0 = tc.m * Tile::BM, n0 = tc.n * Tile::BN;
+      // This item's k range [k_begin, k_end): all of K, or its chunk (k_chunk is a multiple of BK).
+      int64_t k_begin = 0, k_end = K;
+      if constexpr (kIsSplitPartials<Out>) k_begin = chunk * out.k_chunk, k_end = std::min(K, k_begin + out.k_chunk);
+      const int64_t k_tiles = (k_end - k_begin + BK - 1) / BK;
       load_a.start_tile(a, t, z, m0, M);
       load_b.start_tile(b, t, z, n0, N);
       const auto stage = [&](int64_t kt) {
         const int s = static_cast<int>(kt % S);
-        load_a.load(a, t, z, m0, M, kt * BK, K, smem_a + s * OpA::kElems);
-        load_b.load(b, t, z, n0, N, kt * BK, K, smem_b + s * OpB::kElems);
+        load_a.load(a, t, z, m0, M, k_begin + kt * BK, k_end, smem_a + s * OpA::kElems);
+        load_b.load(b, t, z, n0, N, k_begin + kt * BK, k_end, smem_b + s * OpB::kElems);
       };
       float acc[MI][NI][4] = {};
       // One commit group per k step (empty past the end), so wait<S-2> always means
@@ -237,7 +271,10 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::kMinBlocks)
       HG_MMA_NO_UNROLL  // unrolled, ptxas spills the two-block kernels for some outputs (f16 in, f32 out)
       for (int e = t; e < Tile::BM * Tile::BN; e += Tile::kThreads) {  // along rows: coalesced
         const int r = e / Tile::BN, c = e % Tile::BN;
-        if (r < rows && c < cols) out(z, m0 + r, n0 + c, cs[r * kOutPitch + c]);
+        if (r < rows && c < cols) {
+          if constexpr (kIsSplitPartials<Out>) out.p[((chunk * batches + z) * M + m0 + r) * N + n0 + c] = cs[r * kOutPitch + c];
+          else out(z, m0 + r, n0 + c, cs[r * kOutPitch + c]);
+        }
       }
       sync_threads();  // the staged output is read before the next tile's loads overwrite it
     }
@@ -260,6 +297,21 @@ struct Epilogue {
   }
 };
 
+// Split-K's second pass: out(z, i, j, sum over s = 0, 1, ..., split-1 of the partials), the
+// chunks added in that fixed order, one thread per output element (consecutive threads,
+// consecutive columns).
+template <class Out>
+__global__ void splitk_reduce_kernel(const float* partials, int64_t batches, int64_t M, int64_t N, int64_t split,
+                                     Out out) {
+  const int64_t total = batches * M * N;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total; e += int64_t{gridDim.x} * blockDim.x) {
+    float sum = partials[e];
+    for (int64_t s = 1; s < split; ++s) sum += partials[s * total + e];
+    const int64_t j = e % N, i = e / N % M, z = e / (M * N);
+    out(z, i, j, sum);
+  }
+}
+
 // Launches mma_gemm_kernel with tile config Tile on `device`'s current stream. Grids are
 // capped as simt_gemm's are; the kernel loops over the tiles beyond them.
 template <class Tile, MmaMode Mode, class SrcA, class SrcB, class Out>
@@ -267,9 +319,12 @@ void mma_gemm(int device, const char* name, int64_t batches, int64_t M, int64_t 
               const SrcB& b, const Out& out) {
   if (batches == 0 || M == 0 || N == 0) return;
   const auto cap = [](int64_t tiles, int64_t limit) { return static_cast<unsigned>(std::min(tiles, limit)); };
-  const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM * ((N + Tile::BN - 1) / Tile::BN), int64_t{1} << 20), 1,
+  int64_t split = 1;
+  if constexpr (kIsSplitPartials<Out>) split = out.split;
+  const dim3 grid(cap((M + Tile::BM - 1) / Tile::BM * ((N + Tile::BN - 1) / Tile::BN) * split, int64_t{1} << 20), 1,
                   cap(batches, 65535));
-  static const std::string variant = "mma.sync " + std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN);
+  static const std::string variant = "mma.sync " + std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN) +
+                                     (kIsSplitPartials<Out> ? ", split-K" : "");
   launch(mma_gemm_kernel<Tile, Mode, SrcA, SrcB, Out>,
          {.grid = grid,
           .block = dim3(Tile::kThreads),
@@ -277,6 +332,33 @@ void mma_gemm(int device, const char* name, int64_t batches, int64_t M, int64_t 
           .stream = current_stream(device),
           .name = kernel_label(name, variant)},
          batches, M, N, K, a, b, out);
+}
+
+// Runs the product with Tile as `plan` says (cuda/gemm_plan.h): in one pass, or split-K
+// with a workspace of plan.split x batches x M x N f32 from the caching allocator (freed on
+// the same stream after the reduction, so it is reused only by later work) and
+// splitk_reduce_kernel. plan must have been made for these sizes and Tile's k-step.
+template <class Tile, MmaMode Mode, class SrcA, class SrcB, class Out>
+void mma_gemm_split(int device, const char* name, const GemmTilePlan& plan, int64_t batches, int64_t M, int64_t N,
+                    int64_t K, const SrcA& a, const SrcB& b, const Out& out) {
+  if (plan.split <= 1 || batches == 0 || M == 0 || N == 0) return mma_gemm<Tile, Mode>(device, name, batches, M, N, K, a, b, out);
+  const size_t bytes = static_cast<size_t>(plan.split) * static_cast<size_t>(batches * M * N) * sizeof(float);
+  CachingAllocator& alloc = caching_allocator(device);
+  float* ws = static_cast<float*>(alloc.allocate(bytes, current_stream(device)));
+  try {
+    mma_gemm<Tile, Mode>(device, name, batches, M, N, K, a, b, SplitPartials{ws, batches, plan.split, plan.k_chunk});
+    const int64_t total = batches * M * N;
+    launch(splitk_reduce_kernel<Out>,
+           {.grid = dim3(static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, int64_t{1} << 16))),
+            .block = dim3(256),
+            .stream = current_stream(device),
+            .name = kernel_label(name, "split-K reduction")},
+           static_cast<const float*>(ws), batches, M, N, static_cast<int64_t>(plan.split), out);
+  } catch (...) {
+    alloc.deallocate(ws, bytes);
+    throw;
+  }
+  alloc.deallocate(ws, bytes);
 }
 
 }  // namespace hg::cuda

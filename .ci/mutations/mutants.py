@@ -13,6 +13,8 @@ BATCH_NORM = "cuda batch_norm kernels equal the CPU's"
 # The Hopper kernel on the emulation's sm_90 model (issue 19): K up to 1000, so the ring of
 # stages wraps; B K- and N-major; TMA-stored tiles.
 HOPPER = "cuda bmm on an sm_90 runs the Hopper kernel and equals the CPU's"
+# Split-K (issue 31): conv weight gradients split 3 ways against the unsplit ones and the CPU.
+SPLITK = "cuda conv2d weight gradient split over K equals the unsplit one and the CPU's, bit-identical run to run"
 
 MUTANTS = [
     dict(name="gemm-cp-async-before-barrier", missed=True, file="cuda/mma_gemm.h", tests=BMM,
@@ -93,6 +95,8 @@ MUTANTS = [
          replace="""    atomic_add(b.count[t], static_cast<unsigned long long>(bad));
   }
   if (bad > 0) atomic_exch(reinterpret_cast<uint32_t*>(found_inf), 0x3f800000u);  // every thread holds the sum"""),
+    dict(name="splitk-reduction-drops-last-chunk", file="cuda/mma_gemm.h", tests=SPLITK,
+         find="""for (int64_t s = 1; s < split; ++s)""", replace="""for (int64_t s = 1; s + 1 < split; ++s)"""),
     dict(name="hopper-consumer-skips-full-wait", file="cuda/hopper_gemm_kernel.h", tests=HOPPER,
          find="""      mbarrier_wait(&full[stage], phase);
 """, replace=""),

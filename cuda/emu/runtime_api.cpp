@@ -57,6 +57,29 @@ int compute_capability(int device) {
   return g_cc[device].load();
 }
 
+// Per device: the SM count set by emu::set_multiprocessor_count, or 0 for the default
+// (HG_EMU_SMS when set, else 2 for an sm_90 model and 1 for an sm_80 one).
+std::atomic<int> g_sms[kDevices] = {0, 0};
+
+int env_multiprocessor_count() {
+  static const int n = [] {
+    const char* env = std::getenv("HG_EMU_SMS");
+    if (!env || !*env) return 0;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > 1024)
+      throw hg::Error(hg::detail::concat("HG_EMU_SMS='", env, "' is not an SM count; valid: an integer from 1 to 1024"));
+    return static_cast<int>(v);
+  }();
+  return n;
+}
+
+int multiprocessor_count(int device, int cc) {
+  if (const int n = g_sms[device].load(); n > 0) return n;
+  if (const int n = env_multiprocessor_count(); n > 0) return n;
+  return cc == 90 ? 2 : 1;
+}
+
 struct Block {
   size_t size;
   int device;
@@ -141,7 +164,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxGridSize[2] = 65535;
   prop->major = cc / 10;
   prop->minor = cc % 10;
-  prop->multiProcessorCount = cc == 90 ? 2 : 1;
+  prop->multiProcessorCount = multiprocessor_count(device, cc);
   return cudaSuccess;
 }
 
@@ -343,6 +366,17 @@ void set_compute_capability(int device, int major, int minor) {
   HG_CHECK((major == 8 || major == 9) && minor == 0, "cuda emulation: compute capability ", major, ".", minor,
            " is not emulated; valid: 8.0, 9.0");
   g_cc[device].store(major * 10 + minor);
+}
+
+void set_multiprocessor_count(int device, int sms) {
+  HG_CHECK(device >= 0 && device < kDevices, "cuda emulation: device ", device, " does not exist; valid: 0 to ", kDevices - 1);
+  HG_CHECK(sms >= 0 && sms <= 1024, "cuda emulation: ", sms, " is not an SM count; valid: 1 to 1024, or 0 for the default");
+  g_sms[device].store(sms);
+}
+
+int multiprocessor_count_override(int device) {
+  HG_CHECK(device >= 0 && device < kDevices, "cuda emulation: device ", device, " does not exist; valid: 0 to ", kDevices - 1);
+  return g_sms[device].load();
 }
 
 

@@ -131,6 +131,14 @@ namespace hg::cuda::emu {
 // every device an sm_90) or 9.0, which also raises the shared memory a block may opt in to
 // (227 KiB) and gives the device 2 SMs, so persistent grids stride. Throws hg::Error for others.
 void set_compute_capability(int device, int major, int minor);
+// The SM count emulated cuda:device reports (cudaDevAttrMultiProcessorCount), so host code
+// makes the choices it would make on a real GPU (132 for an H200's tile widths and split-K):
+// 1 to 1024, or 0 for the default (the HG_EMU_SMS environment variable when set, else 2 for
+// an sm_90 model and 1 for an sm_80 one). Only what the heuristics see changes: blocks still
+// run on the emulation's host threads. Throws hg::Error for anything else.
+void set_multiprocessor_count(int device, int sms);
+// The value set by set_multiprocessor_count (0: none), so a scope guard can restore it.
+int multiprocessor_count_override(int device);
 // Caps each emulated device's memory so tests can exercise out-of-memory paths; 0 restores
 // the default (half the host's physical memory).
 void set_memory_limit(size_t bytes);

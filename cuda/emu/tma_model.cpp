@@ -3,6 +3,7 @@
 #include "cuda/emu/tma_model.h"
 
 #include <cstddef>
+#include <atomic>
 #include <cstring>
 
 #include "cuda/primitives/smem_swizzle.h"
@@ -202,11 +203,22 @@ void oob_value(const TiledMap& m, unsigned char* out) {
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_injected_encode_failures{0};
+}  // namespace
+
+int fail_next_tensor_map_encodes(int n) { return g_injected_encode_failures.exchange(n < 0 ? 0 : n); }
+
 CUresult encode_tensor_map_tiled(CUtensorMap* tensor_map, CUtensorMapDataType data_type, cuuint32_t rank,
                                  void* global_address, const cuuint64_t* global_dim, const cuuint64_t* global_strides,
                                  const cuuint32_t* box_dim, const cuuint32_t* element_strides,
                                  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                  CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill) {
+  for (int pending = g_injected_encode_failures.load(); pending > 0;)
+    if (g_injected_encode_failures.compare_exchange_weak(pending, pending - 1)) {
+      error_slot() = "cuTensorMapEncodeTiled: a failure injected by emu::fail_next_tensor_map_encodes";
+      return CUDA_ERROR_INVALID_VALUE;
+    }
   std::string why = violation(tensor_map, data_type, rank, global_address, global_dim, global_strides, box_dim,
                               element_strides, interleave, swizzle, l2_promotion, oob_fill);
   if (!why.empty()) {

@@ -59,6 +59,11 @@ CUresult encode_tensor_map_tiled(CUtensorMap* tensor_map, CUtensorMapDataType da
                                  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                  CUtensorMapL2promotion l2_promotion, CUtensorMapFloatOOBfill oob_fill);
 
+// Fault injection for tests: the next n encode_tensor_map_tiled calls (any thread) fail with
+// CUDA_ERROR_INVALID_VALUE, as a driver that refuses a map would; 0 stops it. Returns how
+// many injected failures were still pending.
+int fail_next_tensor_map_encodes(int n);
+
 // Why this thread's last encode_tensor_map_tiled call failed (empty after a success).
 const std::string& last_tensor_map_error();
 

@@ -166,3 +166,25 @@ TEST_CASE("an out-of-bounds write in a kernel is reported by AddressSanitizer", 
   SECTION("past the end of dynamic shared memory") { run_child(true); }
 #endif
 }
+
+#ifdef HG_CUDA_EMULATION
+TEST_CASE("the emulated SM count is settable and restores to the default", "[cuda][emu][splitk]") {
+  HG_REQUIRE_EMULATION();
+  const auto sms = [] {
+    int n = 0;
+    REQUIRE(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    return n;
+  };
+  const int before = sms();
+  REQUIRE(hg::cuda::emu::multiprocessor_count_override(0) == 0);
+  hg::cuda::emu::set_multiprocessor_count(0, 132);
+  CHECK(sms() == 132);
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  CHECK(prop.multiProcessorCount == 132);
+  hg::cuda::emu::set_multiprocessor_count(0, 0);
+  CHECK(sms() == before);
+  CHECK_THROWS_WITH(hg::cuda::emu::set_multiprocessor_count(0, 2000), Contains("not an SM count"));
+  CHECK_THROWS_WITH(hg::cuda::emu::set_multiprocessor_count(0, -1), Contains("valid: 1 to 1024"));
+}
+#endif
