@@ -27,6 +27,13 @@ const Layer kLayers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},   {32, 8, 16, 3},  {32,
                          {8, 128, 64, 3}, {16, 64, 32, 3}, {32, 32, 16, 3}, {64, 16, 8, 3},  {8, 128, 64, 1},
                          {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1}, {64, 8, 4, 1}};
 
+// A layer of the U-Net of base width 8 * scale: the image's one channel and the head's 4
+// classes stay as they are.
+Layer scaled(Layer l, int64_t scale) {
+  l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout = l.cout == 4 ? 4 : l.cout * scale;
+  return l;
+}
+
 std::string layer_name(const Layer& l) {
   char name[40];
   std::snprintf(name, sizeof name, "%lldx%lld %lld->%lld @%lld", static_cast<long long>(l.k), static_cast<long long>(l.k),
@@ -79,14 +86,15 @@ int main(int argc, char** argv) {
     }
     only = argv[i];
   }
+  const int64_t N = width == 8 ? 16 : 8, scale = width / 8;
   if (only && std::none_of(std::begin(kLayers), std::end(kLayers),
-                           [&](const Layer& l) { return layer_name(l).find(only) != std::string::npos; })) {
-    std::fprintf(stderr, "conv_wgrad: no layer name contains '%s'; the layers are:\n", only);
-    for (const Layer& l : kLayers) std::fprintf(stderr, "  %s\n", layer_name(l).c_str());
+                           [&](const Layer& l) { return layer_name(scaled(l, scale)).find(only) != std::string::npos; })) {
+    std::fprintf(stderr, "conv_wgrad: no layer name contains '%s'; the layers of width %lld are:\n", only,
+                 static_cast<long long>(width));
+    for (const Layer& l : kLayers) std::fprintf(stderr, "  %s\n", layer_name(scaled(l, scale)).c_str());
     return 2;
   }
   NoGrad no_grad;
-  const int64_t N = width == 8 ? 16 : 8, scale = width / 8;
   const Device cpu = Device::cpu();
   std::printf("conv2d weight gradient vs forward, U-Net w%lld d4 b%lld 64^2, %d threads\n",
               static_cast<long long>(width), static_cast<long long>(N), num_threads());
@@ -96,8 +104,7 @@ int main(int argc, char** argv) {
   for (DType dt : dtypes) {
     double total_w = 0, total_f = 0, total_d = 0;
     for (Layer l : kLayers) {
-      // The image's one channel and the head's 4 classes stay as they are.
-      l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout = l.cout == 4 ? 4 : l.cout * scale;
+      l = scaled(l, scale);
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
       const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};

@@ -48,7 +48,21 @@ HG_X86_V3 void store_bf16x8(bfloat16* p, __m256 v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), f32_to_bf16_bits8(v));
 }
 
+// Four values into the low half of a register, read straight from memory (a load of 8 bytes:
+// no store into a zero-padded buffer whose 16-byte reload would stall store forwarding).
+HG_X86_V3 __m128 load_f16x4(const half* p) {
+  return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+HG_X86_V3 __m128 load_bf16x4(const bfloat16* p) {
+  const __m128 x = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))), 16));
+  const __m128 nan = _mm_cmp_ps(x, x, _CMP_UNORD_Q);
+  return _mm_or_ps(x, _mm_and_ps(nan, _mm_castsi128_ps(_mm_set1_epi32(0x400000))));
+}
+
 // The same, overloaded on the element type, for code generic over f32/f16/bf16.
+HG_X86_V3 __m128 load4(const float* p) { return _mm_loadu_ps(p); }
+HG_X86_V3 __m128 load4(const half* p) { return load_f16x4(p); }
+HG_X86_V3 __m128 load4(const bfloat16* p) { return load_bf16x4(p); }
 HG_X86_V3 __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 HG_X86_V3 __m256 load8(const half* p) { return load_f16x8(p); }
 HG_X86_V3 __m256 load8(const bfloat16* p) { return load_bf16x8(p); }

@@ -36,7 +36,8 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2
 }
 
 // An activation as the gather sources read it: f32/f64 in place; f16/bf16 widened to f32
-// once into a reused buffer (exact), since the gathers read every value R*S times.
+// once into a reused buffer (exact), since the gathers read every value R*S times. A 1x1
+// kernel's gathers read each value once: they widen it as they pack (with_activation).
 template <class T>
 using Wide = compute_t<T>;
 
@@ -56,6 +57,16 @@ const Wide<T>* activation(const Tensor& t, int slot) {
                     [&](int64_t b) { gemm::widen(src + b * block, dst + b * block, std::min(block, n - b * block)); });
     return dst;
   }
+}
+
+// Calls f(p) with the activation as the gathers should read it: t's own values when a 1x1
+// kernel reads each once (or it is f32/f64 already), else activation()'s widened copy.
+template <class T, class F>
+void with_activation(const Tensor& t, int slot, int64_t taps, F&& f) {
+  if (taps == 1)
+    f(t.data<T>());
+  else
+    f(activation<T>(t, slot));
 }
 
 // The forward's receptive fields of x for group grp, rows = output pixels.
@@ -144,15 +155,16 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_forward_fits(g))
       return direct_forward<T>(g, xt.data<T>(), wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
-  const Wide<T>* x = activation<T>(xt, 0);
-  for (int64_t grp = 0; grp < g.G; ++grp) {
-    const gemm::ConvRows<Wide<T>> a{forward_fields(g, x, grp)};
-    const gemm::Matrix<T> wrows{wt.data<T>() + grp * g.Kg * g.RSCg, g.RSCg, 1};
-    const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
-    gemm::Epilogue<Acc> ep;
-    ep.bias = bias.defined() ? b32.data() + grp * g.Kg : nullptr;
-    gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>());
-  }
+  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
+    for (int64_t grp = 0; grp < g.G; ++grp) {
+      const gemm::ConvRows<X> a{forward_fields(g, x, grp)};
+      const gemm::Matrix<T> wrows{wt.data<T>() + grp * g.Kg * g.RSCg, g.RSCg, 1};
+      const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
+      gemm::Epilogue<Acc> ep;
+      ep.bias = bias.defined() ? b32.data() + grp * g.Kg : nullptr;
+      gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>());
+    }
+  });
 }
 
 // The kernel taps that reach input rows of phase a (h = a + stride*i): r = first + step*n,
@@ -219,39 +231,40 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
   const T* w = wt.data<T>();
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(), gxt);
-  const Wide<T>* gy = activation<T>(gyt, 0);
   std::vector<int64_t> koff;
-  for (int64_t a = 0; a < std::min(g.sh, g.H); ++a)
-    for (int64_t b = 0; b < std::min(g.sw, g.W); ++b) {
-      const Taps tr = phase_taps(a, g.R, g.sh, g.ph, g.dh), ts = phase_taps(b, g.S, g.sw, g.pw, g.dw);
-      const int64_t I = (g.H - a + g.sh - 1) / g.sh, J = (g.W - b + g.sw - 1) / g.sw;
-      const int64_t taps = tr.count * ts.count * g.Kg;
-      for (int64_t grp = 0; grp < g.G; ++grp) {
-        // B^T: rows are input channels c, k runs over (r, s, filter) as the gather does.
-        // The column taps run backwards (tap ss is s = first + (count-1-ss)*step), so
-        // the gather walks gy's columns forwards and reads whole kernel rows at once.
-        koff.resize(static_cast<size_t>(taps));
-        for (int64_t rr = 0; rr < tr.count; ++rr)
-          for (int64_t ss = 0; ss < ts.count; ++ss)
-            for (int64_t k = 0; k < g.Kg; ++k)
-              koff[static_cast<size_t>((rr * ts.count + ss) * g.Kg + k)] =
-                  (((grp * g.Kg + k) * g.R + tr.first + rr * tr.step) * g.S + ts.first +
-                   (ts.count - 1 - ss) * ts.step) * g.Cg;
-        const int64_t dj = ts.step * g.dw / g.sw, oj = (b + g.pw - ts.first * g.dw) / g.sw - (ts.count - 1) * dj;
-        const gemm::Matrix<T> wcols{w, 1, 0, koff.data()};
-        const gemm::ConvRows<Wide<T>> gyf{{gy, g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
-                                           (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1, oj,
-                                           ts.count > 1 ? dj : 1}};
-        // A stride beyond the image leaves one row (column) per phase, whose step is never
-        // taken: 0 then, since sh * W * C may not even fit in int64 (a fuzzed transposed conv).
-        const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
-                             I > 1 ? g.sh * g.W * g.C : 0, J > 1 ? g.sw * g.C : 0, 1};
-        // A phase no tap reaches gets a sum of nothing: zeros (plus the bias).
-        gemm::Epilogue<Acc> ep;
-        ep.bias = b32.empty() ? nullptr : b32.data() + grp * g.Cg;
-        gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>());
+  with_activation<T>(gyt, 0, g.R * g.S, [&]<class Y>(const Y* gy) {
+    for (int64_t a = 0; a < std::min(g.sh, g.H); ++a)
+      for (int64_t b = 0; b < std::min(g.sw, g.W); ++b) {
+        const Taps tr = phase_taps(a, g.R, g.sh, g.ph, g.dh), ts = phase_taps(b, g.S, g.sw, g.pw, g.dw);
+        const int64_t I = (g.H - a + g.sh - 1) / g.sh, J = (g.W - b + g.sw - 1) / g.sw;
+        const int64_t taps = tr.count * ts.count * g.Kg;
+        for (int64_t grp = 0; grp < g.G; ++grp) {
+          // B^T: rows are input channels c, k runs over (r, s, filter) as the gather does.
+          // The column taps run backwards (tap ss is s = first + (count-1-ss)*step), so
+          // the gather walks gy's columns forwards and reads whole kernel rows at once.
+          koff.resize(static_cast<size_t>(taps));
+          for (int64_t rr = 0; rr < tr.count; ++rr)
+            for (int64_t ss = 0; ss < ts.count; ++ss)
+              for (int64_t k = 0; k < g.Kg; ++k)
+                koff[static_cast<size_t>((rr * ts.count + ss) * g.Kg + k)] =
+                    (((grp * g.Kg + k) * g.R + tr.first + rr * tr.step) * g.S + ts.first +
+                     (ts.count - 1 - ss) * ts.step) * g.Cg;
+          const int64_t dj = ts.step * g.dw / g.sw, oj = (b + g.pw - ts.first * g.dw) / g.sw - (ts.count - 1) * dj;
+          const gemm::Matrix<T> wcols{w, 1, 0, koff.data()};
+          const gemm::ConvRows<Y> gyf{{gy, g.P, g.Q, g.K, grp * g.Kg, g.Kg, tr.count, ts.count, I, J, 1,
+                                       (a + g.ph - tr.first * g.dh) / g.sh, -(tr.step * g.dh / g.sh), 1, oj,
+                                       ts.count > 1 ? dj : 1}};
+          // A stride beyond the image leaves one row (column) per phase, whose step is never
+          // taken: 0 then, since sh * W * C may not even fit in int64 (a fuzzed transposed conv).
+          const gemm::Output o{gxt.data<T>() + (a * g.W + b) * g.C + grp * g.Cg, gxt.dtype(), I, J, g.H * g.W * g.C,
+                               I > 1 ? g.sh * g.W * g.C : 0, J > 1 ? g.sw * g.C : 0, 1};
+          // A phase no tap reaches gets a sum of nothing: zeros (plus the bias).
+          gemm::Epilogue<Acc> ep;
+          ep.bias = b32.empty() ? nullptr : b32.data() + grp * g.Cg;
+          gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>());
+        }
       }
-    }
+  });
 }
 
 // Pixels per chunk of the weight gradient's reduction: a function of the shape only (never
@@ -299,10 +312,10 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   thread_local std::vector<Acc> partial;
   if (static_cast<int64_t>(partial.size()) < chunks * wsize) partial.resize(static_cast<size_t>(chunks * wsize));
   Acc* part = partial.data();
-  const Wide<T>* gy = activation<T>(gyt, 1);
   const int threads = op_threads();
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_wgrad_fits(g)) {
+      const float* gy = activation<T>(gyt, 1);
       thread_local direct::Padded img;
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
       const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) * g.sw + g.S);
@@ -326,22 +339,25 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       });
       return sum_chunks(part, chunks, wsize, gwt);
     }
-  const Wide<T>* x = activation<T>(xt, 0);
   const gemm::OuterKernel<Acc>* kn;
   if constexpr (std::is_same_v<Acc, double>)
     kn = &gemm::f64_outer_kernel();
   else
     kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
-  // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
-  parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
-    const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
-    for (int64_t grp = 0; grp < g.G; ++grp) {
-      gemm::ConvTaps<Wide<T>> taps{forward_fields(g, x, grp)};
-      taps.m_base = m0;
-      const gemm::ColumnRuns<Wide<T>> gy_filters{gy + m0 * g.K + grp * g.Kg, g.K};  // rows: filters; k: pixels
-      gemm::run_outer<Acc>(g.Kg, g.RSCg, len, gy_filters, taps, part + c * wsize + grp * g.Kg * g.RSCg, g.RSCg,
-                           chunks > 1 ? 1 : threads, *kn);
-    }
+  // gy is packed once per column block, each value read once: widened as it is packed.
+  const T* gy = gyt.data<T>();
+  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
+    // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
+    parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
+      const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        gemm::ConvTaps<X> taps{forward_fields(g, x, grp)};
+        taps.m_base = m0;
+        const gemm::ColumnRuns<T> gy_filters{gy + m0 * g.K + grp * g.Kg, g.K};  // rows: filters; k: pixels
+        gemm::run_outer<Acc>(g.Kg, g.RSCg, len, gy_filters, taps, part + c * wsize + grp * g.Kg * g.RSCg, g.RSCg,
+                             chunks > 1 ? 1 : threads, *kn);
+      }
+    });
   });
   sum_chunks(part, chunks, wsize, gwt);
 }

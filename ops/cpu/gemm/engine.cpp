@@ -4,6 +4,7 @@
 #include "ops/cpu/gemm/engine.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "framework/half_convert.h"
 #include "framework/half_convert_x86.h"
@@ -146,6 +147,20 @@ void store_row(const Acc* c, int64_t n0, int64_t nn, T* dst, int64_t sn, const E
         x86::store8(dst + j, x);
       }
       if (j == nn) return;
+      if constexpr (!std::is_same_v<T, float>) {
+        // The last 1-7 narrowed values (a head's few classes on every row) through a
+        // zero-padded register: the same instructions as above, no call per row.
+        const size_t r = static_cast<size_t>(nn - j);
+        const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 x = _mm256_mul_ps(alpha, _mm256_maskload_ps(c + j, live));  // lanes >= r: zero, never read
+        if (ep.bias) x = _mm256_add_ps(x, _mm256_maskload_ps(ep.bias + n0 + j, live));
+        if (ep.relu) x = _mm256_blendv_ps(x, zero, _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
+        T out[8];
+        x86::store8(out, x);
+        std::memcpy(dst + j, out, r * sizeof(T));
+        return;
+      }
       c += j, n0 += j, nn -= j, dst += j;
     }
 #endif

@@ -12,6 +12,10 @@
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
+#if defined(__AVX2__) && defined(__F16C__)
+#define HG_SOURCES_X86 1
+#include "framework/half_convert_x86.h"
+#endif
 
 #include "framework/half_convert.h"
 #include "ops/cpu/gemm/engine.h"
@@ -32,6 +36,18 @@ inline void widen(const T* src, Acc* dst, int64_t n) {
     } else
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(Acc));
   } else {
+#if HG_SOURCES_X86
+    // Inline: the runs are often a tap's or a pixel's few channels, where a call per run
+    // (and its tail copies) cost more than the conversion. The same conversions as the bulk
+    // one (half_convert_x86.h and its scalar twin in half.h/bfloat16.h): identical bits.
+    if constexpr (std::is_same_v<Acc, float>) {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, x86::load8(src + i));
+      if (i + 4 <= n) _mm_storeu_ps(dst + i, x86::load4(src + i)), i += 4;
+      for (; i < n; ++i) dst[i] = load(src[i]);
+      return;
+    }
+#endif
     if (n < 8) {  // too short for a vector conversion call to pay off
       for (int64_t i = 0; i < n; ++i) dst[i] = load(src[i]);
     } else if constexpr (std::is_same_v<T, half>) {
@@ -214,13 +230,13 @@ struct ConvTaps : ConvGeometry<T> {
     for (int64_t k = 0; k < kc; ++k, this->next(px)) {
       Acc* col = dst + k * R;
       this->runs(px, at, r0, r0 + rn, [&](const T* src, int64_t q, int64_t len) {
-#if defined(__AVX2__)
-        if constexpr (std::is_same_v<T, float>)
+#if HG_SOURCES_X86
+        if constexpr (std::is_same_v<Acc, float>)
           if (R % 8 == 0 && (q % 8 | len % 8) == 0) {  // whole vectors, none crossing a panel
             int64_t o = q % R;
             Acc* d = col + (q - o) * kc + o;
             for (int64_t i = 0; i < len; i += 8) {
-              _mm256_storeu_ps(d, src ? _mm256_loadu_ps(src + i) : _mm256_setzero_ps());
+              _mm256_storeu_ps(d, src ? x86::load8(src + i) : _mm256_setzero_ps());
               d += 8, o += 8;
               if (o == R) o = 0, d += (kc - 1) * R;
             }
