@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "ops/cpu/loops.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
+
+#include "framework/half_convert_x86.h"
 #define HG_DIRECT_AVX2 1
 #endif
 
@@ -89,6 +92,54 @@ constexpr std::array<WgradFn, sizeof...(NT)> wgrad_tiles(std::integer_sequence<i
 constexpr std::array<WgradFn, 12> kWgradTiles8 = wgrad_tiles<1>(std::make_integer_sequence<int, 12>{});
 constexpr std::array<WgradFn, 6> kWgradTiles16 = wgrad_tiles<2>(std::make_integer_sequence<int, 6>{});
 
+// Stores a tile of np output pixels (consecutive columns of one output row, `sj` elements
+// apart) by its nf real filters (of W = 8 or 16 computed) through the epilogue, inline: the
+// operations of gemm::store_tile's row store (alpha * c, + bias, ReLU, one rounding), value
+// by value, without its call per pixel, which cost more than a few-tap tile's arithmetic
+// (the first layer's 9 taps; the head's 16). A last vector of fewer than 8 filters (a head's
+// classes) reads the bias masked and writes only its real values.
+template <class T>
+void store_pixels(const float* c, int64_t np, int64_t W, int64_t nf, T* dst, int64_t sj,
+                  const gemm::Epilogue<float>& ep, const float* bias) {
+#ifdef HG_DIRECT_AVX2
+  const __m256 alpha = _mm256_set1_ps(ep.alpha), zero = _mm256_setzero_ps();
+  const int64_t full = nf / 8 * 8, rest = nf - full;
+  const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  auto value = [&](const float* cv, const float* bv, bool masked) {
+    __m256 x = _mm256_mul_ps(alpha, _mm256_loadu_ps(cv));
+    if (bv) x = _mm256_add_ps(x, masked ? _mm256_maskload_ps(bv, live) : _mm256_loadu_ps(bv));
+    if (ep.relu) x = _mm256_blendv_ps(x, zero, _mm256_cmp_ps(x, zero, _CMP_LT_OQ));  // NaN stays NaN
+    return x;
+  };
+  for (int64_t i = 0; i < np; ++i, c += W, dst += sj) {
+    for (int64_t v = 0; v < full; v += 8) x86::store8(dst + v, value(c + v, bias ? bias + v : nullptr, false));
+    if (rest) {
+      const __m256 x = value(c + full, bias ? bias + full : nullptr, true);
+      if constexpr (std::is_same_v<T, float>) {
+        _mm256_maskstore_ps(dst + full, live, x);
+      } else {
+        T out[8];
+        x86::store8(out, x);
+        std::memcpy(dst + full, out, static_cast<size_t>(rest) * sizeof(T));
+      }
+    }
+  }
+#else
+  (void)c, (void)np, (void)W, (void)nf, (void)dst, (void)sj, (void)ep, (void)bias;
+#endif
+}
+
+// Whether store_pixels serves this store: a contiguous f32, f16 or bf16 row of filters
+// (else gemm::store_tile does it).
+bool inline_store(const gemm::Output& out) {
+#ifdef HG_DIRECT_AVX2
+  return out.sn == 1 && (out.dtype == DType::f32 || out.dtype == DType::f16 || out.dtype == DType::bf16);
+#else
+  (void)out;
+  return false;
+#endif
+}
+
 }  // namespace
 
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
@@ -150,8 +201,19 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
       const TileFn fn = fns[size / step - 1];
       for (int64_t b = 0; b < blocks; ++b) {
         fn(T, base + q * img.C, img.C, plan.offsets.data(), plan.weights.data() + b * T * W, c);
-        gemm::store_tile<float>(c, W, row * plan.Q + q, std::min(size, plan.Q - q), b * W, std::min(W, plan.F - b * W),
-                                out, ep);
+        const int64_t np = std::min(size, plan.Q - q), nf = std::min(W, plan.F - b * W);
+        if (!inline_store(out)) {
+          gemm::store_tile<float>(c, W, row * plan.Q + q, np, b * W, nf, out, ep);
+          continue;
+        }
+        // Pixel (row, q) of the output grid, as store_tile places it: z = row / I, i = row % I.
+        const int64_t at = (row / out.I) * out.sz + (row % out.I) * out.si + q * out.sj + b * W;
+        const float* bias = ep.bias ? ep.bias + b * W : nullptr;
+        switch (out.dtype) {
+          case DType::f16: store_pixels(c, np, W, nf, static_cast<half*>(out.ptr) + at, out.sj, ep, bias); break;
+          case DType::bf16: store_pixels(c, np, W, nf, static_cast<bfloat16*>(out.ptr) + at, out.sj, ep, bias); break;
+          default: store_pixels(c, np, W, nf, static_cast<float*>(out.ptr) + at, out.sj, ep, bias); break;
+        }
       }
     }
   });
