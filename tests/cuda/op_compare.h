@@ -12,6 +12,7 @@
 #include <string>
 
 #include "halfgrad.h"
+#include "ops/matmul_kernels.h"
 
 namespace hg::test {
 
@@ -73,6 +74,13 @@ inline void require_equal(const Tensor& got, const Tensor& want) {
   const Tensor g = got.to(Device::cpu()).contiguous(), w = want.contiguous();
   const auto bytes = static_cast<size_t>(w.numel()) * dtype_size(w.dtype());
   REQUIRE(std::memcmp(g.data_ptr(), w.data_ptr(), bytes) == 0);
+}
+
+// The CPU's bmm of a [B, M, K] and b [B, K, N]: the reference the CUDA products are held to.
+inline Tensor cpu_bmm(const Tensor& a, const Tensor& b) {
+  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {a.dtype(), Device::cpu()});
+  bmm_stub(Device::cpu(), a, b, out);
+  return out;
 }
 
 inline constexpr DType kFloatingDtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16};

@@ -26,15 +26,10 @@
 
 using namespace hg;
 using Catch::Matchers::Contains;
+using hg::test::cpu_bmm;
 using hg::test::kCuda;
 
 namespace {
-
-Tensor cpu_bmm(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {a.dtype(), Device::cpu()});
-  bmm_stub(Device::cpu(), a, b, out);
-  return out;
-}
 
 // bmm on cuda:0; the kernels that ran in *ran.
 Tensor gpu_bmm(const Tensor& a, const Tensor& b, std::string* ran) {

@@ -16,15 +16,10 @@
 
 using namespace hg;
 using Catch::Matchers::Contains;
+using hg::test::cpu_bmm;
 using hg::test::kCuda;
 
 namespace {
-
-Tensor cpu_bmm(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {a.dtype(), Device::cpu()});
-  bmm_stub(Device::cpu(), a, b, out);
-  return out;
-}
 
 // The Hopper kernel's name in the kernel log for a product of B x M x N outputs on cuda:0.
 std::string hopper_kernel(int64_t B, int64_t M, int64_t N, bool a_m_major, bool b_n_major, bool tma_stores) {

@@ -16,6 +16,7 @@
 
 using namespace hg;
 using Catch::Matchers::Contains;
+using hg::test::cpu_bmm;
 using hg::test::kCuda;
 
 namespace {
@@ -33,12 +34,6 @@ std::string vendor_skip_reason(bool cudnn) {
     const std::string why_ = vendor_skip_reason(cudnn);           \
     if (!why_.empty()) HG_SKIP(why_);                             \
   } while (0)
-
-Tensor cpu_bmm(const Tensor& a, const Tensor& b) {
-  Tensor out = empty({a.size(0), a.size(1), b.size(2)}, {a.dtype(), Device::cpu()});
-  bmm_stub(Device::cpu(), a, b, out);
-  return out;
-}
 
 Tensor vendor_bmm(const Tensor& a, const Tensor& b) {
   Tensor out = test::poisoned({a.size(0), a.size(1), b.size(2)}, a.dtype(), kCuda);
