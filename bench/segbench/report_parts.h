@@ -67,8 +67,9 @@ bool has_update_ratios(const Report& r);
 TextTable update_cells(const Report& r);
 std::string update_legend();
 std::string update_svg(const Report& r);
-// The measured ratio where the arithmetic ran in the mode's own precision; on a CPU path
-// that widens f16/bf16 to f32, "n/a (widened to f32; 0.55x measured)".
+// The measured ratio where the mode's matrix products ran in its own precision (a GPU, or
+// AMX tiles for bf16 and split f16); on a CPU path that widens f16/bf16 to f32 (AVX2,
+// AVX-512), "n/a (widened to f32; 0.55x measured)".
 std::string speedup_cell(const RunResult& run, const RunResult* fp32);
 // "CPU kernel path avx2 (f16/bf16 widened to f32 for arithmetic)", or "" off the CPU.
 std::string cpu_path_text(const Report& r);

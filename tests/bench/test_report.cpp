@@ -16,6 +16,7 @@
 
 #include "bench/segbench/json_text.h"
 #include "bench/segbench/report.h"
+#include "bench/segbench/report_parts.h"
 #include "tools/svg_plot.h"
 #include "framework/error.h"
 
@@ -319,6 +320,21 @@ TEST_CASE("report: every file is written and well formed", "[report]") {
   CHECK(html.find("nan") == std::string::npos);
   CHECK(count(html, "<html") == 1);
   CHECK(count(html, "</html>") == 1);
+}
+
+TEST_CASE("report: on AMX the speed-up column shows the measured ratio of f16 and bf16, on AVX-512 the caveat",
+          "[report]") {
+  Report rep = make_report();
+  for (RunResult& r : rep.runs) r.cpu_isa = "amx";
+  const RunResult& fp32 = rep.runs.front();
+  const RunResult& amp = rep.runs[1];
+  REQUIRE(amp.compute_dtype == "f16");
+  CHECK(speedup_cell(amp, &fp32) == "1.19\u00d7");  // 95 / 80 img/s, products on AMX tiles
+  CHECK(cpu_path_text(rep).find("on AMX tiles") != std::string::npos);
+  CHECK(summary_table(rep).find("widened to f32;") == std::string::npos);
+  for (RunResult& r : rep.runs) r.cpu_isa = "avx512";  // no vdpbf16ps kernels yet: widened
+  CHECK(speedup_cell(rep.runs[1], &rep.runs.front()) == "n/a (widened to f32; 1.19\u00d7 measured)");
+  CHECK(cpu_path_text(rep) == "CPU kernel path avx512 (f16/bf16 widened to f32 for arithmetic)");
 }
 
 TEST_CASE("report: a GPU run has no CPU note, no samples no PNG", "[report]") {
