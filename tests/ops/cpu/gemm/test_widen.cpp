@@ -62,17 +62,16 @@ void check_tail(DType dt, bool relu) {
                                 std::bit_cast<float>(0x7fa00001u), 1.00048828125f, 2049.0f, -1e-40f};
   for (int64_t nn = 1; nn <= 15; ++nn)
     for (size_t shift = 0; shift < vals.size(); ++shift) {
-      std::vector<float> c(16), bias(16);
-      for (int64_t j = 0; j < 16; ++j) {
-        c[static_cast<size_t>(j)] = vals[(shift + static_cast<size_t>(j)) % vals.size()];
-        bias[static_cast<size_t>(j)] = j % 3 == 0 ? 0.0f : 0.5f * static_cast<float>(j % 5) - 1.0f;
-      }
-      std::vector<T> out(18);
+      // Columns n0 = 2 .. 2 + nn of a row: c holds the row's tile from column 2 on, the bias
+      // and the output every column from 0 (as store_tile indexes them).
+      std::vector<float> c(16), bias(18);
+      for (int64_t j = 0; j < 16; ++j) c[static_cast<size_t>(j)] = vals[(shift + static_cast<size_t>(j)) % vals.size()];
+      for (int64_t j = 0; j < 18; ++j) bias[static_cast<size_t>(j)] = j % 3 == 0 ? 0.0f : 0.5f * static_cast<float>(j % 5) - 1.0f;
+      std::vector<T> out(20);
       for (T& o : out) o.bits = 0x1234;
       cpu::gemm::Epilogue<float> ep;
-      ep.alpha = 0.75f, ep.bias = bias.data(), ep.relu = relu;  // n0 = 2: the bias is read from its column 2 on
-      cpu::gemm::store_tile<float>(c.data(), 16, 0, 1, 2, nn, cpu::gemm::Output{out.data() + 1 - 2, dt, 1, 1, 0, 0, 0, 1},
-                                   ep);
+      ep.alpha = 0.75f, ep.bias = bias.data(), ep.relu = relu;
+      cpu::gemm::store_tile<float>(c.data(), 16, 0, 1, 2, nn, cpu::gemm::Output{out.data(), dt, 1, 1, 0, 0, 0, 1}, ep);
       for (int64_t j = 0; j < nn; ++j) {
         float v = ep.alpha * c[static_cast<size_t>(j)];
         v += bias[static_cast<size_t>(2 + j)];
@@ -83,10 +82,10 @@ void check_tail(DType dt, bool relu) {
         else
           want.bits = float_to_bf16_bits(v);
         INFO(nn << " columns, column " << j << ", value " << v);
-        REQUIRE(out[static_cast<size_t>(1 + j)].bits == want.bits);
+        REQUIRE(out[static_cast<size_t>(2 + j)].bits == want.bits);
       }
-      REQUIRE(out[0].bits == 0x1234);
-      for (int64_t j = nn; j < 17; ++j) REQUIRE(out[static_cast<size_t>(1 + j)].bits == 0x1234);
+      for (int64_t j : {int64_t{0}, int64_t{1}}) REQUIRE(out[static_cast<size_t>(j)].bits == 0x1234);
+      for (int64_t j = 2 + nn; j < 20; ++j) REQUIRE(out[static_cast<size_t>(j)].bits == 0x1234);
     }
 }
 
