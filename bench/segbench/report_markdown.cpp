@@ -15,7 +15,7 @@
 namespace hg::segbench {
 
 const char* const kCpuNote =
-    "On this CPU path f16 and bf16 are storage formats: kernels widen them to f32 (F16C for f16), multiply and "
+    "On the AVX2 and AVX-512 paths f16 and bf16 are storage formats: kernels widen them to f32 (F16C for f16), multiply and "
     "accumulate in f32 and round each result once, which gives the rounding, overflow and underflow of f16/bf16 "
     "exactly, but at the speed of f32 arithmetic plus conversions. So the speed-up column says n/a for those "
     "modes (the measured ratio is in parentheses) and none of these timings predicts a GPU. Only the AMX path "
