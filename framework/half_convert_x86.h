@@ -31,6 +31,13 @@ HG_X86_V3 __m256 load_bf16x8(const bfloat16* p) {
   return _mm256_or_ps(x, _mm256_and_ps(nan, _mm256_castsi256_ps(_mm256_set1_epi32(0x400000))));
 }
 
+// The same widening without the quieting, for a value whose only use is as an operand of
+// an arithmetic op (+, -, *, fma): the op quiets a signaling NaN itself and keeps its
+// payload, so the result has the same bits, for three instructions fewer per 8 values.
+HG_X86_V3 __m256 load_bf16x8_operand(const bfloat16* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+
 // Round to nearest even in integer arithmetic (x + 0x7fff + lsb) >> 16, exactly as
 // float_to_bf16_bits; a NaN is truncated with its quiet bit forced instead, since rounding
 // its bits could carry into inf or the sign.
@@ -66,6 +73,9 @@ HG_X86_V3 __m128 load4(const bfloat16* p) { return load_bf16x4(p); }
 HG_X86_V3 __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 HG_X86_V3 __m256 load8(const half* p) { return load_f16x8(p); }
 HG_X86_V3 __m256 load8(const bfloat16* p) { return load_bf16x8(p); }
+HG_X86_V3 __m256 load8_operand(const float* p) { return _mm256_loadu_ps(p); }
+HG_X86_V3 __m256 load8_operand(const half* p) { return load_f16x8(p); }
+HG_X86_V3 __m256 load8_operand(const bfloat16* p) { return load_bf16x8_operand(p); }
 HG_X86_V3 void store8(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
 HG_X86_V3 void store8(half* p, __m256 v) { store_f16x8(p, v); }
 HG_X86_V3 void store8(bfloat16* p, __m256 v) { store_bf16x8(p, v); }

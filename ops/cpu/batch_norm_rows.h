@@ -89,12 +89,17 @@ using vec::store8;
 // The F8 forms, channel vector by channel vector (columns 8k .. 8k+7), rows in order.
 // The storage-type pointers are the block's first row; per-channel arrays are f32.
 inline F8 at8(const float* p, int64_t k) { return load8(p + 8 * k); }
+// Every T value below is first an operand of + - * (which quiets a NaN): the cheaper load.
+template <class T>
+F8 ld(const T* p) {
+  return vec::load8_operand(p);
+}
 
 template <class T>
 void sums_v8(const T* x, int64_t n, int64_t C, float* part) {
   for (int64_t k = 0; k < C / 8; ++k) {
     F8 a(0.0f);
-    for (int64_t i = 0; i < n; ++i) a = a + load8(x + i * C + 8 * k);
+    for (int64_t i = 0; i < n; ++i) a = a + ld(x + i * C + 8 * k);
     store8(part + 8 * k, at8(part, k) + a);
   }
 }
@@ -105,7 +110,7 @@ void deviation_sums_v8(const T* x, int64_t n, int64_t C, const float* mean, floa
     const F8 m = at8(mean, k);
     F8 a(0.0f), q(0.0f);
     for (int64_t i = 0; i < n; ++i) {
-      const F8 d = load8(x + i * C + 8 * k) - m;
+      const F8 d = ld(x + i * C + 8 * k) - m;
       a = a + d;
       q = q + d * d;
     }
@@ -120,9 +125,9 @@ void grad_sums_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mea
     const F8 m = at8(mean, k);
     F8 a(0.0f), q(0.0f);
     for (int64_t i = 0; i < n; ++i) {
-      const F8 gv = load8(g + i * C + 8 * k);
+      const F8 gv = ld(g + i * C + 8 * k);
       a = a + gv;
-      q = q + gv * (load8(x + i * C + 8 * k) - m);
+      q = q + gv * (ld(x + i * C + 8 * k) - m);
     }
     store8(part + 8 * k, at8(part, k) + a);
     store8(part + C + 8 * k, at8(part + C, k) + q);
@@ -133,7 +138,7 @@ template <class T>
 void affine_v8(const T* x, int64_t n, int64_t C, const float* mean, const float* scale, const float* shift, T* y) {
   for (int64_t k = 0; k < C / 8; ++k) {
     const F8 m = at8(mean, k), s = at8(scale, k), b = at8(shift, k);
-    for (int64_t i = 0; i < n; ++i) store8(y + i * C + 8 * k, (load8(x + i * C + 8 * k) - m) * s + b);
+    for (int64_t i = 0; i < n; ++i) store8(y + i * C + 8 * k, (ld(x + i * C + 8 * k) - m) * s + b);
   }
 }
 
@@ -146,10 +151,10 @@ void input_grad_v8(const T* g, const T* x, int64_t n, int64_t C, const float* me
       const F8 m = at8(mean, k), b = at8(k2, k), c = at8(k3, k);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t o = i * C + 8 * k;
-        store8(out + o, a * load8(g + o) + b * (load8(x + o) - m) + c);
+        store8(out + o, a * ld(g + o) + b * (ld(x + o) - m) + c);
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) store8(out + i * C + 8 * k, a * load8(g + i * C + 8 * k));
+      for (int64_t i = 0; i < n; ++i) store8(out + i * C + 8 * k, a * ld(g + i * C + 8 * k));
     }
   }
 }

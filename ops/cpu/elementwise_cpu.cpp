@@ -4,6 +4,7 @@
 
 #include "ops/cpu/loops.h"
 #include "ops/cpu/vec/map8.h"
+#include "ops/cpu/vec/relu_bits.h"
 #include "ops/elementwise_kernels.h"
 
 namespace hg::cpu {
@@ -47,6 +48,31 @@ void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   });
 }
 
+// ReLU and its gradient on f16/bf16 run on the bits (ops/cpu/vec/relu_bits.h): the same
+// results as the f32 body, without the two conversions.
+template <class T>
+void relu_bits_map(const Tensor& x, const Tensor& out) {
+  constexpr vec::Format16 f = vec::format16<T>();
+  for_each_strided<2>(out.shape(), operands<2>({&out, &x}), [&](int64_t n, std::array<char*, 2> p, std::array<int64_t, 2> s) {
+    if (s[0] == 2 && s[1] == 2)
+      return vec::relu16(n, reinterpret_cast<const uint16_t*>(p[1]), reinterpret_cast<uint16_t*>(p[0]), f);
+    for (int64_t i = 0; i < n; ++i) *at<uint16_t>(p[0], i, s[0]) = vec::relu_bits(*at<uint16_t>(p[1], i, s[1]), f);
+  });
+}
+
+template <class T>
+void relu_grad_bits_map(const Tensor& g, const Tensor& y, const Tensor& out) {
+  constexpr vec::Format16 f = vec::format16<T>();
+  for_each_strided<3>(out.shape(), operands<3>({&out, &g, &y}),
+                      [&](int64_t n, std::array<char*, 3> p, std::array<int64_t, 3> s) {
+    if (s[0] == 2 && s[1] == 2 && s[2] == 2)
+      return vec::relu_grad16(n, reinterpret_cast<const uint16_t*>(p[1]), reinterpret_cast<const uint16_t*>(p[2]),
+                              reinterpret_cast<uint16_t*>(p[0]), f);
+    for (int64_t i = 0; i < n; ++i)
+      *at<uint16_t>(p[0], i, s[0]) = vec::relu_grad_bits(*at<uint16_t>(p[1], i, s[1]), *at<uint16_t>(p[2], i, s[2]), f);
+  });
+}
+
 // exp(-x) overflows for x below about -88.7 in f32 although the result (~e^x) is still
 // representable there, so for x < 0 the form e^x / (1 + e^x) is used. Selects, not a
 // branch (a sign that changes at random mispredicts), and only exp runs lane by lane.
@@ -87,6 +113,7 @@ void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double p0d, dou
     case UnaryOp::square: return map1<T, T>(x, out, [](auto v) { return v * v; });
     case UnaryOp::reciprocal: return map1<T, T>(x, out, [](auto v) { return decltype(v)(1) / v; });
     case UnaryOp::relu:
+      if constexpr (vec::kBits16<T>) return relu_bits_map<T>(x, out);
       return map1<T, T>(x, out, [](auto v) {
         using V = decltype(v);
         return select(v > V(0), v, select(v != v, v, V(0)));
@@ -134,6 +161,7 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
     case BinaryOp::maximum: return map2<T, T>(a, b, out, [](auto x, auto y) { return max_nan(x, y); });
     case BinaryOp::minimum: return map2<T, T>(a, b, out, [](auto x, auto y) { return min_nan(x, y); });
     case BinaryOp::relu_grad:
+      if constexpr (vec::kBits16<T>) return relu_grad_bits_map<T>(a, b, out);
       return map2<T, T>(a, b, out, [](auto g, auto y) { return select(y > decltype(y)(0), g, decltype(g)(0)); });
     case BinaryOp::leaky_relu_grad:
       return map2<T, T>(a, b, out, [p0](auto g, auto x) { return select(x > decltype(x)(0), g, g * decltype(g)(p0)); });

@@ -91,6 +91,12 @@ template <class T>
 inline F8 load8(const T* p) {
   return F8(x86::load8(p));
 }
+// For a value used only as an operand of +, -, * (the op quiets a NaN itself): see
+// x86::load8_operand.
+template <class T>
+inline F8 load8_operand(const T* p) {
+  return F8(x86::load8_operand(p));
+}
 template <class T>
 inline void store8(T* p, F8 a) {
   x86::store8(p, a.v);
