@@ -25,9 +25,19 @@ void add_column_groups(const T* px, int64_t r0, int64_t r1, int64_t cols, int64_
     for (int g = 0; g < G; ++g) a[g] = a[g] + vec::load8(px + r * cols + c + 8 * g);
   for (int g = 0; g < G; ++g) vec::store8(acc + 8 * g, a[g]);
 }
+
+// The same for four columns [c, c + 4) in the low half of a vector (a 1x1 head's classes:
+// the scalar loop would keep each column's sum in memory and convert every f16/bf16 value
+// with a call).
+template <class T>
+void add_column_quad(const T* px, int64_t r0, int64_t r1, int64_t cols, int64_t c, float* acc) {
+  __m128 a = _mm_loadu_ps(acc);
+  for (int64_t r = r0; r < r1; ++r) a = _mm_add_ps(a, x86::load4(px + r * cols + c));
+  _mm_storeu_ps(acc, a);
+}
 #endif
 
-// acc[c - c0] += the column sums of rows [0, rows) for c in [c0, c0 + 8k), eight columns
+// acc[c - c0] += the column sums of rows [0, rows) for c in [c0, c0 + 8k (+ 4)), eight columns
 // per f32 vector held in a register over a block of rows (kept in memory, each row's add
 // would wait on the last one's store): each column still adds its rows in order, so the
 // sums are bitwise the scalar loop's. Returns the first column left for that loop.
@@ -36,12 +46,13 @@ int64_t add_columns8(const T* px, int64_t rows, int64_t cols, int64_t c0, int64_
 #ifdef HG_VEC8
   if constexpr (vec::kVec8<T>) {
     const int64_t block = std::max<int64_t>(1, 4096 / cols);  // rows whose column groups re-read L1
-    const int64_t end = c0 + (c1 - c0) / 8 * 8;
+    const int64_t end8 = c0 + (c1 - c0) / 8 * 8, end = c1 - end8 >= 4 ? end8 + 4 : end8;
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t r1 = std::min(rows, r0 + block);
       int64_t c = c0;
-      for (; c + 32 <= end; c += 32) add_column_groups<4>(px, r0, r1, cols, c, acc + (c - c0));
-      for (; c < end; c += 8) add_column_groups<1>(px, r0, r1, cols, c, acc + (c - c0));
+      for (; c + 32 <= end8; c += 32) add_column_groups<4>(px, r0, r1, cols, c, acc + (c - c0));
+      for (; c < end8; c += 8) add_column_groups<1>(px, r0, r1, cols, c, acc + (c - c0));
+      if (end > end8) add_column_quad(px, r0, r1, cols, end8, acc + (end8 - c0));
     }
     return end;
   }
