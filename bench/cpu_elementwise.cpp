@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
     return [x = input(dt, 1).view({512, 1024}).detach().set_requires_grad(), t] { cross_entropy(x, t).backward(); };
   });
   add_row("sum over N,H,W (8 channels)", [&](DType dt) { return [x = input(dt, 1)] { sum(x, {0, 1, 2}); }; });
+  add_row("sum over N,H,W (4 channels)", [&](DType dt) { return [x = input(dt, 1).view({16, 64, 128, 4})] { sum(x, {0, 1, 2}); }; });
+  // A U-Net skip connection: two [16, 64, 64, 8] halves into one [16, 64, 64, 16] (per input element).
+  add_row("concat channels 8 + 8", [&](DType dt) { return [a = input(dt, 1), b = input(dt, 2)] { cat({a, b}, 3); }; });
   add_row("sum over last axis (1024)", [&](DType dt) { return [x = input(dt, 1).view({512, 1024})] { sum(x, {1}); }; });
   add_row("sum of all", [&](DType dt) { return [x = input(dt, 1)] { sum(x); }; });
   add_row("sum over rows (64 channels)", [&](DType dt) { return [x = input(dt, 1).view({8192, 64})] { sum(x, {0}); }; });

@@ -128,7 +128,9 @@ void reduce_typed(ReduceOp op, const Tensor& x, const Tensor& out) {
   }
   if (leading) {
     const int64_t cols = n_out, rows = n_in / n_out;
-    parallel_for(cols, rows, [&](int64_t c0, int64_t c1) {
+    // Threads take whole groups of four columns, so each keeps its columns in vectors.
+    parallel_for((cols + 3) / 4, 4 * rows, [&](int64_t g0, int64_t g1) {
+      const int64_t c0 = 4 * g0, c1 = std::min(cols, 4 * g1);
       std::vector<A> acc(static_cast<size_t>(c1 - c0), red.identity());
       int64_t first = c0;
       if (op == ReduceOp::sum || op == ReduceOp::mean) first = add_columns8(px, rows, cols, c0, c1, acc.data());
