@@ -96,12 +96,14 @@ bool direct_wins(int64_t filters, int64_t taps) {
 
 // img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before
 // and as many after as make it Hp x Wp: one pass over x, whatever its dtype.
+// With `planar` (direct::planar_layout), the rows are written [C][Wp] instead: widened, then
+// transposed, in the same pass.
 template <class T>
 void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
-              int64_t left, int64_t Hp, int64_t Wp) {
-  img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C;
+              int64_t left, int64_t Hp, int64_t Wp, bool planar = false) {
+  img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C, img.planar = planar && C > 1;
   if constexpr (std::is_same_v<T, float>)
-    if (top == 0 && left == 0 && Hp == H && Wp == W) {  // nothing to pad or widen: read x itself
+    if (top == 0 && left == 0 && Hp == H && Wp == W && !img.planar) {  // nothing to pad or widen: read x itself
       img.data = x;
       return;
     }
@@ -116,6 +118,14 @@ void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, 
       return;
     }
     const int64_t w_in = std::min(W, Wp - left);
+    if (img.planar) {
+      for (int64_t c = 0; c < C; ++c) {
+        std::fill_n(dst + c * Wp, left, 0.0f);
+        std::fill(dst + c * Wp + left + w_in, dst + (c + 1) * Wp, 0.0f);
+      }
+      direct::transpose_pixels(x + (n * H + h) * W * C, w_in, C, dst + left, Wp);
+      return;
+    }
     std::fill_n(dst, left * C, 0.0f);
     gemm::widen(x + (n * H + h) * W * C, dst + left * C, w_in * C);
     std::fill(dst + (left + w_in) * C, dst + row, 0.0f);
@@ -133,7 +143,7 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
   thread_local direct::Padded img;
   const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
   const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) + (g.S - 1) * g.dw + 1);
-  pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
+  pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp, direct::planar_layout(g.K, g.Q));
   direct::Plan plan;
   plan.img = &img, plan.P = g.P, plan.Q = g.Q, plan.sh = g.sh;
   for (int64_t r = 0; r < g.R; ++r)  // the engine's tap order: (r, s, c)
@@ -205,7 +215,7 @@ void direct_dgrad(const Geometry& g, const T* gy, const T* w, const float* bias,
   thread_local direct::Padded img;
   const int64_t top = (g.R - 1) * g.dh - g.ph, left = (g.S - 1) * g.dw - g.pw;
   const int64_t Hp = g.H + (g.R - 1) * g.dh, Wp = g.W + (g.S - 1) * g.dw;
-  pad_into(img, gy, g.N, g.P, g.Q, g.K, top, left, Hp, Wp);
+  pad_into(img, gy, g.N, g.P, g.Q, g.K, top, left, Hp, Wp, direct::planar_layout(g.C, g.W));
   direct::Plan plan;
   plan.img = &img, plan.P = g.H, plan.Q = g.W, plan.sh = 1;
   std::vector<float> wt(static_cast<size_t>(g.C * g.R * g.S * g.K));  // [c][(r, s', k)], s' = S-1-s

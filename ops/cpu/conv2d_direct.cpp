@@ -129,6 +129,82 @@ void store_pixels(const float* c, int64_t np, int64_t W, int64_t nf, T* dst, int
 #endif
 }
 
+
+// --- One or two filters (an input gradient into the image's one channel): pixels in lanes.
+// With F < 8 filters in a vector of 8, 8 - F lanes would multiply zeros. Here a vector holds
+// 8 consecutive output pixels of one filter instead, read from a planar copy of the padded
+// image ([N * Hp][C][Wp]: a channel's row is contiguous), so each tap is one load per 8
+// pixels and one broadcast weight per filter. Each output is still the same chain of fused
+// multiply-adds over the taps in order: the engine's bits.
+
+constexpr int64_t kPlanarMaxFilters = 2, kPlanarVectors = 12;  // 12 accumulators at most
+
+// The padded image as [N * Hp][C][Wp].
+struct Planar {
+  std::vector<float> storage;
+  const float* data = nullptr;
+};
+
+void make_planar(const Padded& img, Planar& pl) {
+  if (img.C == 1 || img.planar) {  // one channel: the layout already
+    pl.data = img.data;
+    return;
+  }
+  const int64_t rows = img.N * img.Hp, row = img.Wp * img.C;
+  pl.storage.resize(static_cast<size_t>(rows * row));
+  pl.data = pl.storage.data();
+  parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
+    transpose_pixels(img.data + r * row, img.Wp, img.C, pl.storage.data() + r * row, img.Wp);
+  });
+}
+
+// c[f * 8 NV + 8 v + i] = sum over taps t (in order) of x[off[t] + 8 v + i] * w[t * F + f]:
+// 8 NV pixels by F filters (filter-major), the pixels consecutive in each tap's planar row.
+template <int NV, int F>
+void planar_tile(int64_t T, const float* x, const int64_t* off, const float* w, float* c) {
+#ifdef HG_DIRECT_AVX2
+  __m256 acc[NV][F];
+#pragma GCC unroll 12
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 2
+    for (int f = 0; f < F; ++f) acc[v][f] = _mm256_setzero_ps();
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xt = x + off[t];
+    __m256 wf[F];
+#pragma GCC unroll 2
+    for (int f = 0; f < F; ++f) wf[f] = _mm256_broadcast_ss(w + t * F + f);
+#pragma GCC unroll 12
+    for (int v = 0; v < NV; ++v) {
+      const __m256 xv = _mm256_loadu_ps(xt + 8 * v);
+#pragma GCC unroll 2
+      for (int f = 0; f < F; ++f) acc[v][f] = _mm256_fmadd_ps(xv, wf[f], acc[v][f]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 2
+    for (int f = 0; f < F; ++f) _mm256_storeu_ps(c + f * 8 * NV + 8 * v, acc[v][f]);
+#else
+  for (int64_t i = 0; i < 8 * NV; ++i)
+    for (int64_t f = 0; f < F; ++f) {
+      float a = 0;
+      for (int64_t t = 0; t < T; ++t) a = std::fma(x[off[t] + i], w[t * F + f], a);
+      c[f * 8 * NV + i] = a;
+    }
+#endif
+}
+
+using PlanarFn = void (*)(int64_t, const float*, const int64_t*, const float*, float*);
+
+template <int F, int... V>
+constexpr std::array<PlanarFn, sizeof...(V)> planar_tiles(std::integer_sequence<int, V...>) {
+  return {planar_tile<V + 1, F>...};
+}
+
+// Tiles of 1 to 12 pixel vectors for one filter, 1 to 6 for two.
+constexpr std::array<PlanarFn, 12> kPlanarTiles1 = planar_tiles<1>(std::make_integer_sequence<int, 12>{});
+constexpr std::array<PlanarFn, 6> kPlanarTiles2 = planar_tiles<2>(std::make_integer_sequence<int, 6>{});
+
 // Whether store_pixels serves this store: a contiguous f32, f16 or bf16 row of filters
 // (else gemm::store_tile does it).
 bool inline_store(const gemm::Output& out) {
@@ -141,6 +217,41 @@ bool inline_store(const gemm::Output& out) {
 }
 
 }  // namespace
+
+// dst[c * dst_stride + w] = src[w * C + c]: blocks of 8 pixels by 8 channels through an
+// 8 x 8 register transpose, the edges value by value.
+template <class T>
+void transpose_pixels(const T* src, int64_t n, int64_t C, float* dst, int64_t dst_stride) {
+  int64_t w0 = 0;
+#ifdef HG_DIRECT_AVX2
+  for (; w0 + 8 <= n; w0 += 8) {
+    int64_t c0 = 0;
+    for (; c0 + 8 <= C; c0 += 8) {
+      __m256 r[8], t[8], u[8];
+      for (int i = 0; i < 8; ++i) r[i] = x86::load8(src + (w0 + i) * C + c0);
+      for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+      }
+      for (int j = 0; j < 4; ++j) {
+        _mm256_storeu_ps(dst + (c0 + j) * dst_stride + w0, _mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+        _mm256_storeu_ps(dst + (c0 + j + 4) * dst_stride + w0, _mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+      }
+    }
+    for (; c0 < C; ++c0)
+      for (int64_t w = w0; w < w0 + 8; ++w) dst[c0 * dst_stride + w] = load(src[w * C + c0]);
+  }
+#endif
+  for (int64_t w = w0; w < n; ++w)
+    for (int64_t c = 0; c < C; ++c) dst[c * dst_stride + w] = load(src[w * C + c]);
+}
+
+template void transpose_pixels<float>(const float*, int64_t, int64_t, float*, int64_t);
+template void transpose_pixels<half>(const half*, int64_t, int64_t, float*, int64_t);
+template void transpose_pixels<bfloat16>(const bfloat16*, int64_t, int64_t, float*, int64_t);
+
+bool planar_layout(int64_t filters, int64_t Q) { return filters <= kPlanarMaxFilters && Q >= 8; }
 
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
   const Padded& img = *plan.img;
@@ -177,7 +288,88 @@ void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {
         plan.weights[static_cast<size_t>((fb * T + t) * W + j)] = wt[(fb * W + j) * T + t];
 }
 
+namespace {
+
+
+// Stores np pixels (a multiple of 8) of F = 1 or 2 filters from the tile's filter-major
+// c to consecutive output pixels (dst, F values each), with gemm::store_tile's operations per
+// value (alpha * c, + bias, ReLU, one rounding); two filters are interleaved in registers.
+template <class T>
+void store_planar(const float* c, int64_t np, int64_t F, T* dst, const gemm::Epilogue<float>& ep) {
+#ifdef HG_DIRECT_AVX2
+  const __m256 alpha = _mm256_set1_ps(ep.alpha), zero = _mm256_setzero_ps();
+  const __m256 bias = !ep.bias ? zero : F == 1 ? _mm256_set1_ps(ep.bias[0]) : _mm256_setr_ps(ep.bias[0], ep.bias[1], ep.bias[0], ep.bias[1], ep.bias[0], ep.bias[1], ep.bias[0], ep.bias[1]);
+  auto value = [&](__m256 x) {
+    x = _mm256_mul_ps(alpha, x);
+    if (ep.bias) x = _mm256_add_ps(x, bias);
+    if (ep.relu) x = _mm256_blendv_ps(x, zero, _mm256_cmp_ps(x, zero, _CMP_LT_OQ));  // NaN stays NaN
+    return x;
+  };
+  for (int64_t i = 0; i < np; i += 8) {
+    if (F == 1) {
+      x86::store8(dst + i, value(_mm256_loadu_ps(c + i)));
+    } else {
+      const __m256 a = _mm256_loadu_ps(c + i), b = _mm256_loadu_ps(c + np + i);
+      const __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);  // pixels 0,1,4,5 / 2,3,6,7
+      x86::store8(dst + 2 * i, value(_mm256_permute2f128_ps(lo, hi, 0x20)));
+      x86::store8(dst + 2 * i + 8, value(_mm256_permute2f128_ps(lo, hi, 0x31)));
+    }
+  }
+#else
+  (void)c, (void)np, (void)F, (void)dst, (void)ep;
+#endif
+}
+
+void run_planar(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep) {
+  const Padded& img = *plan.img;
+  thread_local Planar pl;
+  make_planar(img, pl);
+  // The taps' offsets (r * Wp + s) * C + c in the padded image, as offsets into its planar rows.
+  std::vector<int64_t> off(plan.offsets.size());
+  for (size_t t = 0; t < off.size(); ++t) {
+    const int64_t o = plan.offsets[t], ch = o % img.C, rc = o / img.C;
+    off[t] = (rc / img.Wp * img.C + ch) * img.Wp + rc % img.Wp;
+  }
+  const int64_t T = static_cast<int64_t>(off.size()), F = plan.F, rows = img.N * plan.P;
+  std::vector<float> w(static_cast<size_t>(T * F));  // [T][F] from the plan's [T][8] block
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t f = 0; f < F; ++f) w[static_cast<size_t>(t * F + f)] = plan.weights[static_cast<size_t>(t * plan.width + f)];
+  const int64_t max_v = F == 1 ? kPlanarVectors : kPlanarVectors / 2;
+  const int threads = rows * plan.Q * F * T < (int64_t{1} << 18) ? 1 : op_threads();
+  parallel_static(threads, rows, [&](int64_t row) {
+    const int64_t n = row / plan.P, p = row % plan.P;
+    const float* base = pl.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
+    alignas(32) float c[kPlanarVectors * 8], cp[kPlanarVectors * 8];  // filter-major; pixel-major
+    for (int64_t q0 = 0; q0 < plan.Q;) {
+      // The last pixels: the fewest vectors that hold them (no more than the row holds),
+      // ending at the row's end (an overlap computes some pixels again: the same chain,
+      // stored again unchanged).
+      const int64_t nv = std::min({max_v, (plan.Q - q0 + 7) / 8, plan.Q / 8}), q = std::min(q0, plan.Q - 8 * nv);
+      q0 = q + 8 * nv;
+      const PlanarFn fn = F == 1 ? kPlanarTiles1[static_cast<size_t>(nv - 1)] : kPlanarTiles2[static_cast<size_t>(nv - 1)];
+      fn(T, base + q, off.data(), w.data(), c);
+      const int64_t np = 8 * nv;
+      if (!inline_store(out) || out.sj != F) {
+        for (int64_t i = 0; i < np; ++i)
+          for (int64_t f = 0; f < F; ++f) cp[i * F + f] = c[f * np + i];
+        gemm::store_tile<float>(cp, F, row * plan.Q + q, np, 0, F, out, ep);
+        continue;
+      }
+      // Pixel (row, q) of the output grid, as store_tile places it: z = row / I, i = row % I.
+      const int64_t at = (row / out.I) * out.sz + (row % out.I) * out.si + q * out.sj;
+      switch (out.dtype) {
+        case DType::f16: store_planar(c, np, F, static_cast<half*>(out.ptr) + at, ep); break;
+        case DType::bf16: store_planar(c, np, F, static_cast<bfloat16*>(out.ptr) + at, ep); break;
+        default: store_planar(c, np, F, static_cast<float*>(out.ptr) + at, ep); break;
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep) {
+  if (planar_layout(plan.F, plan.Q)) return run_planar(plan, out, ep);
   const Padded& img = *plan.img;
   const int64_t T = static_cast<int64_t>(plan.offsets.size()), rows = img.N * plan.P, W = plan.width;
   const int64_t blocks = (plan.F + W - 1) / W;

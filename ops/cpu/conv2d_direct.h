@@ -20,12 +20,23 @@ constexpr int64_t kPixels = 12, kFilters = 8;
 
 // One "image" the direct kernel reads: f32, zero-padded so every tap of every output pixel
 // is inside it: [N, Hp, Wp, C] at `data` (the storage below, or the tensor itself when it is
-// f32 and needs no padding).
+// f32 and needs no padding), or with `planar` [N, Hp, C, Wp] (each channel's row contiguous:
+// what a run of one or two filters reads, see planar_layout).
 struct Padded {
   std::vector<float> storage;
   const float* data = nullptr;
   int64_t N = 0, Hp = 0, Wp = 0, C = 0;
+  bool planar = false;
 };
+
+// Whether run() computes `filters` filters over rows of Q output pixels with pixels in lanes
+// (1 or 2 filters, Q >= 8): it reads the image planar, and makes a planar copy of an NHWC one.
+bool planar_layout(int64_t filters, int64_t Q);
+
+// dst[c * dst_stride + w] = src[w * C + c] for w < n, c < C: n pixels of C channels into C
+// rows of n, widened exactly to f32 (T: float, half or bfloat16).
+template <class T>
+void transpose_pixels(const T* src, int64_t n, int64_t C, float* dst, int64_t dst_stride);
 
 // The convolution a direct run computes: out[n, p, q, f] = epilogue(sum over taps t of
 // img[n, p*sh + row(t), q + col(t), ch(t)] * wt[f][t]), t in the order of `offsets`

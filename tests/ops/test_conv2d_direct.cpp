@@ -4,6 +4,7 @@
 // channels, with the same filters, must equal the direct pass exactly, for every row
 // length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
 // stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
+// One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors).
 // The direct weight gradient (up to 8, and 16 filters) likewise equals the outer-product driver's.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -29,6 +30,8 @@ const Case kCases[] = {
     {2, 6, 23, 16, 3, {{1, 1}, {2, 2}, {2, 2}, 1}},  // dilated, padded beyond the kernel's reach
     {1, 11, 21, 8, 3, {{2, 1}, {0, 0}, {1, 1}, 1}},  // rows strided, no padding: 12 + 8 + 1
     {1, 6, 17, 16, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},  // 1x1
+    {1, 3, 200, 2, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},  // pixels in lanes: two 96-pixel tiles + one vector
+    {2, 4, 9, 5, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},    // one vector + an overlapping one
 };
 
 Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& p) {
@@ -50,7 +53,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first of 24, bit for bit",
+TEST_CASE("conv2d direct forward: 1, 2, 4, 8 and 16 filters equal the engine's first of 24, bit for bit",
           "[conv2d][direct]") {
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16})
@@ -62,7 +65,7 @@ TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first o
         const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w24 = randn({24, c.R, c.R, c.C}, {dt}, &g);
         const Tensor b24 = bias ? randn({24}, {dt}, &g) : Tensor();
         const Tensor all = run_forward(x, w24, b24, c.p);
-        for (int64_t F : {4, 8, 16}) {  // 4: a head's classes, padded to a tile of 8
+        for (int64_t F : {1, 2, 4, 8, 16}) {  // 1, 2: pixels in lanes; 4: a head's classes, padded to 8
           INFO(F << " filters");
           const Tensor wf = w24.narrow(0, 0, F).contiguous(), bf = bias ? b24.narrow(0, 0, F).contiguous() : Tensor();
           const Tensor engine = all.narrow(3, 0, F).contiguous();
@@ -81,7 +84,7 @@ TEST_CASE("conv2d direct forward: 4, 8 and 16 filters equal the engine's first o
       }
 }
 
-TEST_CASE("conv2d direct input gradient: 1, 8 and 16 input channels equal the engine's first of 24, bit for bit",
+TEST_CASE("conv2d direct input gradient: 1, 2, 8 and 16 input channels equal the engine's first of 24, bit for bit",
           "[conv2d][direct]") {
   for (const Case& c : kCases) {
     if (c.p.stride[0] != 1) continue;  // the direct input gradient is stride 1 only
@@ -95,7 +98,7 @@ TEST_CASE("conv2d direct input gradient: 1, 8 and 16 input channels equal the en
       const Tensor gy = randn(y.shape(), {dt}, &g);
       Tensor gx24 = empty({c.N, c.H, c.W, 24}, {dt});
       conv2d_dgrad_stub(Device::cpu(), gy, w24, Tensor(), gx24, c.p);
-      for (int64_t F : {1, 8, 16}) {  // 1: the image's one channel, padded to a tile of 8
+      for (int64_t F : {1, 2, 8, 16}) {  // 1: the image's one channel, 2: pixels in lanes too
         INFO(F << " input channels");
         Tensor gxf = empty({c.N, c.H, c.W, F}, {dt});
         conv2d_dgrad_stub(Device::cpu(), gy, w24.narrow(3, 0, F).contiguous(), Tensor(), gxf, c.p);
