@@ -324,6 +324,9 @@ void run_planar(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<
   const Padded& img = *plan.img;
   thread_local Planar pl;
   make_planar(img, pl);
+  // The calling thread's copy, by pointer: inside the parallel body `pl` would name each
+  // worker thread's own (empty) thread_local.
+  const float* const planar = pl.data;
   // The taps' offsets (r * Wp + s) * C + c in the padded image, as offsets into its planar rows.
   std::vector<int64_t> off(plan.offsets.size());
   for (size_t t = 0; t < off.size(); ++t) {
@@ -338,7 +341,7 @@ void run_planar(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<
   const int threads = rows * plan.Q * F * T < (int64_t{1} << 18) ? 1 : op_threads();
   parallel_static(threads, rows, [&](int64_t row) {
     const int64_t n = row / plan.P, p = row % plan.P;
-    const float* base = pl.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
+    const float* base = planar + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
     alignas(32) float c[kPlanarVectors * 8], cp[kPlanarVectors * 8];  // filter-major; pixel-major
     for (int64_t q0 = 0; q0 < plan.Q;) {
       // The last pixels: the fewest vectors that hold them (no more than the row holds),
