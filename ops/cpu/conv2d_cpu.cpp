@@ -85,13 +85,15 @@ std::vector<compute_t<T>> widened_bias(const Tensor& bias) {
 }
 
 // Whether the direct convolution (conv2d_direct.h) beats the engine for a pass with this
-// many filters (output channels of the pass, a multiple of 8) and kernel taps. Measured on
-// Zen 3 (bench/conv_wgrad, one thread, the U-Net's shapes): with 8 filters direct is 1.5-2.7x
-// faster (3x3 8->8 @64: 22 -> 46 GFLOP/s forward and input gradient; 1x1 16->8: 11 -> 17);
-// with 16, 1.1-1.25x for 3x3 kernels but slower for 1x1 (T = C taps: too little work per
-// loaded weight vector); from 32 filters on the engine's 6x16 tile wins.
-bool direct_wins(int64_t filters, int64_t taps) {
-  return filters < 8 || filters == 8 || (filters == 16 && taps > 1);
+// many filters (output channels of the pass), whatever the kernel size. Measured on Zen 3
+// (bench/conv_wgrad, the U-Net's shapes): with 8 filters direct is 1.5-2.7x faster (3x3 8->8
+// @64: 22 -> 46 GFLOP/s forward and input gradient, one thread); with 16, 1.1-1.25x for 3x3
+// kernels, and since its inline store also for 1x1 (one thread: 1x1 32->16 @32 forward 35 ->
+// 67 GFLOP/s, the input gradient of 1x1 16->8 @64, 16 output channels from 8 taps, 14 -> 39;
+// the engine spends a K of 8-32 on packing and stores); from 32 filters on the engine's 6x16
+// tile wins.
+bool direct_wins(int64_t filters) {
+  return filters <= 8 || filters == 16;
 }
 
 // img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before
@@ -135,7 +137,7 @@ void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, 
 // The direct forward: stride 1 along a row of pixels, one group, few filters, rows of at
 // least the smallest register tile.
 bool direct_forward_fits(const Geometry& g) {
-  return g.G == 1 && g.sw == 1 && direct_wins(g.K, g.R * g.S) && g.Q >= 4;
+  return g.G == 1 && g.sw == 1 && direct_wins(g.K) && g.Q >= 4;
 }
 
 template <class T>
@@ -202,7 +204,7 @@ Taps phase_taps(int64_t a, int64_t R, int64_t stride, int64_t pad, int64_t dil) 
 // The direct input gradient: the stride-1 convolution of gy with the flipped filters, one
 // group, few input channels, and padding within the kernel's reach.
 bool direct_dgrad_fits(const Geometry& g) {
-  return g.G == 1 && g.sh == 1 && g.sw == 1 && direct_wins(g.C, g.R * g.S) && g.W >= 4 &&
+  return g.G == 1 && g.sh == 1 && g.sw == 1 && direct_wins(g.C) && g.W >= 4 &&
          (g.R - 1) * g.dh >= g.ph && (g.S - 1) * g.dw >= g.pw;
 }
 

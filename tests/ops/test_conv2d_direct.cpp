@@ -1,5 +1,5 @@
 // The direct convolution (ops/cpu/conv2d_direct.h), which the CPU forward and stride-1
-// input gradient take for up to 8 output channels (16 with a 3x3 kernel): its sums must be
+// input gradient take for up to 8 or exactly 16 output channels: its sums must be
 // the engine's, bit for bit. A pass with 24 output channels runs on the engine; its first
 // channels, with the same filters, must equal the direct pass exactly, for every row
 // length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
