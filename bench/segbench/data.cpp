@@ -3,9 +3,11 @@
 #include "bench/segbench/data.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
+#include "framework/cpu/threads.h"
 #include "framework/error.h"
 #include "framework/generator.h"
 
@@ -372,15 +374,19 @@ Batch make_batch(uint64_t seed, int split, uint64_t first_index, int64_t n, int6
   float* image = b.image.data<float>();
   int64_t* label = b.label.data<int64_t>();
   const int64_t plane = size * size;
-  // Nothing in the loop throws: the arguments were checked above.
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1)
-#endif
-  for (int64_t i = 0; i < n; ++i) {
-    const Sample s = render(seed, split, first_index + static_cast<uint64_t>(i), size, true);
-    std::memcpy(image + i * plane, s.image.data(), plane * sizeof(float));
-    std::memcpy(label + i * plane, s.label.data(), plane * sizeof(int64_t));
-  }
+  // On halfgrad's threads, as many as the calling thread may use: one on the training loop's
+  // prefetch thread (its ThreadLimit), so preparing the next batch takes one core, not all of
+  // them (an OpenMP team here ignored that limit and competed with the step's own threads).
+  // Each image depends only on its index: the same batch on any number of threads. Nothing in
+  // the loop throws: the arguments were checked above.
+  std::atomic<int64_t> next{0};
+  cpu::parallel_run(static_cast<int>(std::min<int64_t>(num_threads(), n)), [&](int) {
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      const Sample s = render(seed, split, first_index + static_cast<uint64_t>(i), size, true);
+      std::memcpy(image + i * plane, s.image.data(), plane * sizeof(float));
+      std::memcpy(label + i * plane, s.label.data(), plane * sizeof(int64_t));
+    }
+  });
   return b;
 }
 

@@ -12,6 +12,7 @@
 
 #include "bench/segbench/data.h"
 #include "bench/segbench/png.h"
+#include "framework/cpu/threads.h"
 #include "framework/error.h"
 
 // The PNG reader, private to this file (the writer's implementation is in png.cpp).
@@ -223,6 +224,17 @@ TEST_CASE("make_batch returns NHWC tensors equal to make_sample's", "[segdata]")
     CHECK(std::equal(s.image.begin(), s.image.end(), image.begin() + i * 32 * 32));
     CHECK(std::equal(s.label.begin(), s.label.end(), label.begin() + i * 32 * 32));
   }
+}
+
+TEST_CASE("make_batch gives the same batch on one thread (a prefetch thread's limit) as on all", "[segdata]") {
+  const Batch all = make_batch(4, 0, 20, 7, 32);
+  Batch one;
+  {
+    hg::ThreadLimit limit(1);
+    one = make_batch(4, 0, 20, 7, 32);
+  }
+  CHECK(all.image.to_vector<float>() == one.image.to_vector<float>());
+  CHECK(all.label.to_vector<int64_t>() == one.label.to_vector<int64_t>());
 }
 
 TEST_CASE("bad data arguments name the value and what is valid", "[segdata][errors]") {
