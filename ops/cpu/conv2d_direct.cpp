@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "framework/error.h"
 #include "ops/cpu/loops.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -129,34 +130,14 @@ void store_pixels(const float* c, int64_t np, int64_t W, int64_t nf, T* dst, int
 #endif
 }
 
-
 // --- One or two filters (an input gradient into the image's one channel): pixels in lanes.
 // With F < 8 filters in a vector of 8, 8 - F lanes would multiply zeros. Here a vector holds
-// 8 consecutive output pixels of one filter instead, read from a planar copy of the padded
-// image ([N * Hp][C][Wp]: a channel's row is contiguous), so each tap is one load per 8
-// pixels and one broadcast weight per filter. Each output is still the same chain of fused
-// multiply-adds over the taps in order: the engine's bits.
+// 8 consecutive output pixels of one filter instead, read from the planar padded image
+// ([N * Hp][C][Wp]: a channel's row is contiguous; the caller pads it so, see planar_layout),
+// so each tap is one load per 8 pixels and one broadcast weight per filter. Each output is
+// still the same chain of fused multiply-adds over the taps in order: the engine's bits.
 
 constexpr int64_t kPlanarMaxFilters = 2, kPlanarVectors = 12;  // 12 accumulators at most
-
-// The padded image as [N * Hp][C][Wp].
-struct Planar {
-  std::vector<float> storage;
-  const float* data = nullptr;
-};
-
-void make_planar(const Padded& img, Planar& pl) {
-  if (img.C == 1 || img.planar) {  // one channel: the layout already
-    pl.data = img.data;
-    return;
-  }
-  const int64_t rows = img.N * img.Hp, row = img.Wp * img.C;
-  pl.storage.resize(static_cast<size_t>(rows * row));
-  pl.data = pl.storage.data();
-  parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
-    transpose_pixels(img.data + r * row, img.Wp, img.C, pl.storage.data() + r * row, img.Wp);
-  });
-}
 
 // c[f * 8 NV + 8 v + i] = sum over taps t (in order) of x[off[t] + 8 v + i] * w[t * F + f]:
 // 8 NV pixels by F filters (filter-major), the pixels consecutive in each tap's planar row.
@@ -290,7 +271,6 @@ void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {
 
 namespace {
 
-
 // Stores np pixels (a multiple of 8) of F = 1 or 2 filters from the tile's filter-major
 // c to consecutive output pixels (dst, F values each), with gemm::store_tile's operations per
 // value (alpha * c, + bias, ReLU, one rounding); two filters are interleaved in registers.
@@ -322,11 +302,8 @@ void store_planar(const float* c, int64_t np, int64_t F, T* dst, const gemm::Epi
 
 void run_planar(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>& ep) {
   const Padded& img = *plan.img;
-  thread_local Planar pl;
-  make_planar(img, pl);
-  // The calling thread's copy, by pointer: inside the parallel body `pl` would name each
-  // worker thread's own (empty) thread_local.
-  const float* const planar = pl.data;
+  HG_CHECK(img.planar || img.C == 1, "direct convolution: a run of ", plan.F,
+           " filters reads a planar padded image; pad it with planar_layout() (internal error)");
   // The taps' offsets (r * Wp + s) * C + c in the padded image, as offsets into its planar rows.
   std::vector<int64_t> off(plan.offsets.size());
   for (size_t t = 0; t < off.size(); ++t) {
@@ -341,7 +318,7 @@ void run_planar(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<
   const int threads = rows * plan.Q * F * T < (int64_t{1} << 18) ? 1 : op_threads();
   parallel_static(threads, rows, [&](int64_t row) {
     const int64_t n = row / plan.P, p = row % plan.P;
-    const float* base = planar + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
+    const float* base = img.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
     alignas(32) float c[kPlanarVectors * 8], cp[kPlanarVectors * 8];  // filter-major; pixel-major
     for (int64_t q0 = 0; q0 < plan.Q;) {
       // The last pixels: the fewest vectors that hold them (no more than the row holds),

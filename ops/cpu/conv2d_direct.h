@@ -30,7 +30,7 @@ struct Padded {
 };
 
 // Whether run() computes `filters` filters over rows of Q output pixels with pixels in lanes
-// (1 or 2 filters, Q >= 8): it reads the image planar, and makes a planar copy of an NHWC one.
+// (1 or 2 filters, Q >= 8): then the image must be padded planar (one channel is both).
 bool planar_layout(int64_t filters, int64_t Q);
 
 // dst[c * dst_stride + w] = src[w * C + c] for w < n, c < C: n pixels of C channels into C
