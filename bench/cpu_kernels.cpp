@@ -44,6 +44,27 @@ float avx512_fma_burst(int64_t iters) {
 }
 }  // namespace
 #pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bf16")
+namespace {
+// 12 independent chains of 16-wide vdpbf16ps (two products each), `iters` rounds. Run only
+// where the CPU has AVX512_BF16.
+float avx512_bf16_dot_burst(int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512bh m = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3F80)), a = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3400));
+  for (int64_t k = 0; k < iters; ++k)
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], m, a);
+  alignas(64) float lanes[16];
+  float sink = 0;
+  for (int i = 0; i < 12; ++i) {
+    _mm512_store_ps(lanes, acc[i]);
+    sink += lanes[i];
+  }
+  return sink;
+}
+}  // namespace
+#pragma GCC pop_options
 #endif
 
 using namespace hg;
@@ -109,6 +130,24 @@ double avx512_peak_gflops() {
 #endif
 }
 
+// The vdpbf16ps peak of one core in GFLOP/s (32 multiply-adds per instruction; 0 where the
+// CPU lacks AVX512_BF16).
+double avx512_bf16_peak_gflops() {
+#if defined(__x86_64__)
+  if (!cpu::features().avx512_bf16) return 0;
+  constexpr int64_t iters = 200'000;
+  double best = 1e30;
+  for (int burst = 0; burst < 30; ++burst) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (avx512_bf16_dot_burst(iters) == 12345.0f) std::printf(" ");
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * 32 * 12 * static_cast<double>(iters) / best * 1e-9;
+#else
+  return 0;
+#endif
+}
+
 // One micro-kernel path on one thread: n^3 GEMM of T operands through the engine with that
 // kernel forced (packing and epilogue included), GFLOP/s.
 template <class T>
@@ -135,12 +174,21 @@ void kernel_path_rows(double peak_avx2, double peak_avx512) {
     cpu::Isa needs;
     const char* feature;
     double peak;
+    bool extra = true;  // a feature beyond the path's (AVX512_BF16)
   };
+  const double peak_dot = avx512_bf16_peak_gflops();
+  if (peak_dot > 0)
+    std::printf("  vdpbf16ps peak %.1f GFLOP/s on 1 core (%.2fx the AVX-512 f32 FMA peak; the engine's own probe: "
+                "%.2fx); bf16 GEMMs here take: %s\n",
+                peak_dot, peak_dot / peak_avx512, gemm::avx512_bf16_dot_vs_fma(),
+                gemm::kernel_for(gemm::Operands::bf16).name);
   for (const Path& p : {Path{gemm::avx2_kernel(), f32, cpu::Isa::avx2, "AVX2+FMA", peak_avx2},
                         Path{gemm::avx512_kernel(), f32, cpu::Isa::avx512, "AVX-512", peak_avx512},
+                        Path{gemm::avx512_bf16_kernel(), bf16, cpu::Isa::avx512, "AVX512_BF16", peak_avx512,
+                             cpu::features().avx512_bf16},
                         Path{gemm::amx_bf16_kernel(), bf16, cpu::Isa::amx, "AMX-BF16", peak_avx512},
                         Path{gemm::amx_f16_kernel(), f16, cpu::Isa::amx, "AMX-BF16", peak_avx512}}) {
-    if (static_cast<int>(cpu::best_isa()) < static_cast<int>(p.needs)) {
+    if (static_cast<int>(cpu::best_isa()) < static_cast<int>(p.needs) || !p.extra) {
       std::printf("  %-30s %-4s not available on this CPU (needs %s)\n", p.k.name, dtype_name(p.dt), p.feature);
       continue;
     }

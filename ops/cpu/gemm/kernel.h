@@ -45,6 +45,11 @@ void exact_tile(int64_t mr, int64_t nr, int64_t kc, const Acc* a, const Acc* b, 
 // The kernels this build has (each may be unrunnable on this CPU).
 const Kernel<float>& avx2_kernel();
 const Kernel<float>& avx512_kernel();
+const Kernel<float>& avx512_bf16_kernel();  // vdpbf16ps on bf16 pairs (AVX512_BF16)
+// Multiply-adds per second of vdpbf16ps over those of the AVX-512 f32 FMA on this core,
+// measured now (about 3 ms; call only where the CPU has AVX512_BF16). About 2 where the
+// instruction issues as often as an FMA; 1 on cores that issue it on one port of two.
+double avx512_bf16_dot_vs_fma();
 const Kernel<float>& amx_bf16_kernel();
 const Kernel<float>& amx_f16_kernel();
 const Kernel<double>& f64_kernel();

@@ -1,0 +1,177 @@
+// The AVX512_BF16 micro-kernel: a 14x32 register tile of f32 sums, each step a vdpbf16ps
+// that multiplies a pair of k values of A (one dword, broadcast) with the same pair of 16
+// columns of B and adds both products into the sum. The instruction adds the pair's high
+// element's product first, then the low one's, each product exact (bf16 x bf16 fits f32)
+// and each addition rounded once: a fused multiply-add. Packing k = 2q into the high half
+// and 2q + 1 into the low half therefore makes every element the same chain, in k order,
+// as the f32 kernels: bitwise the AVX2 kernel's result.
+//
+// Where it deviates: vdpbf16ps reads subnormal inputs as zero and flushes subnormal partial
+// sums (DAZ/FTZ, whatever MXCSR says). The repack checks every value (amx::amx_safe: finite,
+// zero or >= 2^-56, so all products and partial sums are multiples of 2^-126, never
+// subnormal); a panel holding any other value runs through the engine's exact chain instead.
+// Results therefore never deviate; only the speed does.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/gemm/amx.h"
+#include "ops/cpu/gemm/kernel.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HG_GEMM_AVX512_BF16 1
+#endif
+
+namespace hg::cpu::gemm {
+namespace {
+
+constexpr int64_t MR = 14, NR = 32;
+
+// Bytes of one converted panel of r rows: ceil(kc / 2) pairs of r dwords.
+int64_t pair_panel_bytes(int64_t kc, int64_t r) { return (kc + 1) / 2 * r * 4; }
+
+// One dword: k = 2q in the high half (multiplied first), k = 2q + 1 in the low half.
+inline uint32_t pair(float first, float second, bool& ok) {
+  uint16_t hi[1], lo[1];
+  amx::split<1>(first, hi, ok);
+  amx::split<1>(second, lo, ok);
+  return static_cast<uint32_t>(hi[0]) << 16 | lo[0];
+}
+
+// A panel (MR rows of kc, row-major) into [pair q][row i] dwords; k past kc is zero.
+bool pairs_a(const float* panel, int64_t kc, void* dst) {
+  auto* d = static_cast<uint32_t*>(dst);
+  bool ok = true;
+  for (int64_t i = 0; i < MR; ++i) {
+    const float* row = panel + i * kc;
+    for (int64_t q = 0; 2 * q < kc; ++q)
+      d[q * MR + i] = pair(row[2 * q], 2 * q + 1 < kc ? row[2 * q + 1] : 0.0f, ok);
+  }
+  return ok;
+}
+
+// B panel (kc groups of NR columns) into [pair q][column n] dwords; k past kc is zero.
+bool pairs_b(const float* panel, int64_t kc, void* dst) {
+  auto* d = static_cast<uint32_t*>(dst);
+  bool ok = true;
+  for (int64_t q = 0; 2 * q < kc; ++q) {
+    const float* k0 = panel + 2 * q * NR;
+    for (int64_t n = 0; n < NR; ++n) d[q * NR + n] = pair(k0[n], 2 * q + 1 < kc ? k0[NR + n] : 0.0f, ok);
+  }
+  return ok;
+}
+
+}  // namespace
+}  // namespace hg::cpu::gemm
+
+#ifdef HG_GEMM_AVX512_BF16
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
+
+namespace hg::cpu::gemm {
+namespace {
+
+// V vectors of 16 columns per row: 2 for the full tile, 1 for a half tile.
+template <int V>
+void tile(int64_t kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc, bool first) {
+  __m512 acc[MR][V];
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
+  const int64_t pairs = (kc + 1) / 2;
+  for (int64_t q = 0; q < pairs; ++q, a += MR, b += NR) {
+    __m512bh bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) bv[v] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 16 * v));
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[i])));
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], x, bv[v]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+}
+
+void bf16_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
+  const auto* pa = static_cast<const uint32_t*>(a);
+  const auto* pb = static_cast<const uint32_t*>(b);
+  if (half)
+    tile<1>(kc, pa, pb, c, ldc, first);
+  else
+    tile<2>(kc, pa, pb, c, ldc, first);
+}
+
+// Bursts of independent chains (enough to cover the latency on two pipes), for the probe.
+double dot_burst(int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512bh m = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3F80));
+  const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3400));
+  for (int64_t k = 0; k < iters; ++k)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], m, x);
+  for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+
+double fma_burst(int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  const __m512 m = _mm512_set1_ps(0.999999f), x = _mm512_set1_ps(1e-7f);
+  for (int64_t k = 0; k < iters; ++k)
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, x);
+  for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  return _mm512_reduce_add_ps(acc[0]);
+}
+
+}  // namespace
+}  // namespace hg::cpu::gemm
+
+#pragma GCC pop_options
+#endif
+
+namespace hg::cpu::gemm {
+
+const Kernel<float>& avx512_bf16_kernel() {
+#ifdef HG_GEMM_AVX512_BF16
+  static const Kernel<float> k{"avx512_bf16 bf16 pairs 14x32", MR, NR, bf16_fn, pair_panel_bytes, pairs_a, pairs_b, 1};
+#else
+  static const Kernel<float> k = avx2_kernel();
+#endif
+  return k;
+}
+
+double avx512_bf16_dot_vs_fma() {
+#ifdef HG_GEMM_AVX512_BF16
+  // Alternating bursts of 0.1-0.2 ms, the best of each kind (a busy neighbour slows both
+  // alike), after a warm-up: a core runs its first tens of microseconds of 512-bit work at a
+  // reduced rate, which would make both look alike. Each vdpbf16ps does 32 multiply-adds per
+  // 16 lanes, an FMA 16.
+  constexpr int64_t iters = 40000;
+  double best_dot = 1e30, best_fma = 1e30, sink = fma_burst(2 * iters);
+  for (int round = 0; round < 12; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    sink += dot_burst(iters);
+    auto t1 = std::chrono::steady_clock::now();
+    sink += fma_burst(iters);
+    auto t2 = std::chrono::steady_clock::now();
+    best_dot = std::min(best_dot, std::chrono::duration<double>(t1 - t0).count());
+    best_fma = std::min(best_fma, std::chrono::duration<double>(t2 - t1).count());
+  }
+  static volatile double keep;  // the bursts' results are used: the compiler keeps them
+  keep = sink;
+  return 2.0 * best_fma / best_dot;
+#else
+  return 0;
+#endif
+}
+
+}  // namespace hg::cpu::gemm
