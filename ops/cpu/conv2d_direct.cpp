@@ -1,5 +1,6 @@
 // The direct convolution's register tile and its driver (conv2d_direct.h).
 #include "ops/cpu/conv2d_direct.h"
+#include "ops/cpu/conv2d_direct_avx512.h"
 #include "ops/cpu/gemm/outer_avx2.h"
 
 #include <algorithm>
@@ -237,12 +238,16 @@ bool planar_layout(int64_t filters, int64_t Q) { return filters <= kPlanarMaxFil
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
   const Padded& img = *plan.img;
   const int64_t SC = plan.S * img.C, T = plan.R * SC, PQ = plan.P * plan.Q, F = plan.F;
-  const int64_t tile_taps = F == 8 ? 12 : 6;
-  alignas(32) float acc[12 * 8];
+  // 16 filters on AVX-512: a zmm per tap, 24 taps a tile; else AVX2's 12 x 8 or 6 x 16.
+  const bool zmm = F == 16 && avx512::usable();
+  const int64_t tile_taps = F == 8 ? 12 : zmm ? avx512::kMaxTaps : 6;
+  alignas(64) float acc[avx512::kMaxTaps * 16];
   for (int64_t r = 0; r < plan.R; ++r)
     for (int64_t j0 = 0; j0 < SC; j0 += tile_taps) {
       const int64_t nt = std::min(tile_taps, SC - j0);
-      const WgradFn fn = F == 8 ? kWgradTiles8[static_cast<size_t>(nt - 1)] : kWgradTiles16[static_cast<size_t>(nt - 1)];
+      const WgradFn fn = zmm ? avx512::wgrad16(nt)
+                         : F == 8 ? kWgradTiles8[static_cast<size_t>(nt - 1)]
+                                  : kWgradTiles16[static_cast<size_t>(nt - 1)];
       // The chunk's pixels in order, a run of one output row at a time.
       bool first = true;
       for (int64_t m = m0; m < m0 + len;) {
@@ -353,22 +358,26 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
   const Padded& img = *plan.img;
   const int64_t T = static_cast<int64_t>(plan.offsets.size()), rows = img.N * plan.P, W = plan.width;
   const int64_t blocks = (plan.F + W - 1) / W;
-  // Tiles of 4, 8 and 12 pixels by 8 filters, or of 2, 4 and 6 by 16 (12 accumulators at most).
-  const bool wide = W == 16;
-  const int64_t step = wide ? 2 : 4;
-  const TileFn fns[3] = {wide ? tile_for<2, 2>(img.C) : tile_for<4, 1>(img.C),
-                         wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C),
-                         wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C)};
+  // Tiles of 4, 8 and 12 pixels by 8 filters, or of 2, 4 and 6 by 16 (12 accumulators at
+  // most); on AVX-512, 4, 8, ..., 24 pixels by 16 (a zmm each).
+  const bool wide = W == 16, zmm = wide && avx512::usable();
+  const int64_t step = zmm ? avx512::kStep : wide ? 2 : 4, sizes = zmm ? avx512::kMaxPixels / avx512::kStep : 3;
+  TileFn fns[avx512::kMaxPixels / avx512::kStep] = {};
+  for (int64_t i = 0; i < sizes; ++i)
+    fns[i] = zmm ? avx512::tile16((i + 1) * step, img.C)
+             : i == 0 ? (wide ? tile_for<2, 2>(img.C) : tile_for<4, 1>(img.C))
+             : i == 1 ? (wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C))
+                      : (wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C));
   const int threads = rows * plan.Q * plan.F * T < (int64_t{1} << 18) ? 1 : op_threads();
   parallel_static(threads, rows, [&](int64_t row) {
     const int64_t n = row / plan.P, p = row % plan.P;
     const float* base = img.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
-    alignas(32) float c[kPixels * kFilters];
-    for (int64_t q0 = 0; q0 < plan.Q; q0 += 3 * step) {
+    alignas(64) float c[avx512::kMaxPixels * 16];
+    for (int64_t q0 = 0; q0 < plan.Q; q0 += sizes * step) {
       // A row's last few pixels take the smallest tile that holds them, ending at the row's
       // end (when the row is shorter, overlapping the tile before: those pixels' sums are
       // computed again, the same chain, and stored again unchanged).
-      const int64_t left = plan.Q - q0, size = left > 2 * step ? 3 * step : left > step ? 2 * step : step;
+      const int64_t left = plan.Q - q0, size = std::min(sizes, (left + step - 1) / step) * step;
       const int64_t q = std::max<int64_t>(0, std::min(q0, plan.Q - size));
       const TileFn fn = fns[size / step - 1];
       for (int64_t b = 0; b < blocks; ++b) {

@@ -15,7 +15,8 @@
 
 namespace hg::cpu::direct {
 
-// Output pixels per register tile (consecutive columns of one output row) and filters.
+// Output pixels per AVX2 register tile (consecutive columns of one output row) and filters;
+// with 16 filters on AVX-512 a tile is up to 24 pixels (conv2d_direct_avx512.h).
 constexpr int64_t kPixels = 12, kFilters = 8;
 
 // One "image" the direct kernel reads: f32, zero-padded so every tap of every output pixel

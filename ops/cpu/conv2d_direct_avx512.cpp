@@ -1,0 +1,91 @@
+// The AVX-512 tiles of the direct convolution (conv2d_direct_avx512.h).
+#include "ops/cpu/conv2d_direct_avx512.h"
+
+#include <array>
+#include <utility>
+
+#include "framework/cpu/isa.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HG_DIRECT_AVX512 1
+#endif
+
+#ifdef HG_DIRECT_AVX512
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,fma")
+
+namespace hg::cpu::direct::avx512 {
+namespace {
+
+template <int NP, int CS>
+void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c) {
+  const int64_t cs = CS ? CS : stride;
+  __m512 acc[NP];
+#pragma GCC unroll 24
+  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < T; ++t) {
+    const __m512 wv = _mm512_loadu_ps(w + t * 16);
+    const float* x = px + off[t];
+#pragma GCC unroll 24
+    for (int i = 0; i < NP; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[i * cs]), wv, acc[i]);
+  }
+#pragma GCC unroll 24
+  for (int i = 0; i < NP; ++i) _mm512_storeu_ps(c + i * 16, acc[i]);
+}
+
+template <int NT>
+void wgrad_tile(int64_t n, const float* x, int64_t xs, const float* g, int64_t gs, float* acc, bool first) {
+  __m512 a[NT];
+#pragma GCC unroll 24
+  for (int i = 0; i < NT; ++i) a[i] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + i * 16);
+  for (int64_t k = 0; k < n; ++k, x += xs, g += gs) {
+    const __m512 gv = _mm512_loadu_ps(g);
+#pragma GCC unroll 24
+    for (int i = 0; i < NT; ++i) a[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[i]), gv, a[i]);
+  }
+#pragma GCC unroll 24
+  for (int i = 0; i < NT; ++i) _mm512_storeu_ps(acc + i * 16, a[i]);
+}
+
+template <int CS, int... S>
+constexpr std::array<TileFn, sizeof...(S)> tiles(std::integer_sequence<int, S...>) {
+  return {tile<(S + 1) * kStep, CS>...};
+}
+
+template <int... NT>
+constexpr std::array<WgradFn, sizeof...(NT)> wgrad_tiles(std::integer_sequence<int, NT...>) {
+  return {wgrad_tile<NT + 1>...};
+}
+
+constexpr auto kSteps = std::make_integer_sequence<int, kMaxPixels / kStep>{};
+constexpr std::array<TileFn, kMaxPixels / kStep> kTiles1 = tiles<1>(kSteps), kTiles8 = tiles<8>(kSteps),
+                                                  kTiles16 = tiles<16>(kSteps), kTilesAny = tiles<0>(kSteps);
+constexpr std::array<WgradFn, kMaxTaps> kWgrad = wgrad_tiles(std::make_integer_sequence<int, kMaxTaps>{});
+
+}  // namespace
+
+TileFn tile16(int64_t pixels, int64_t stride) {
+  const size_t i = static_cast<size_t>(pixels / kStep - 1);
+  switch (stride) {
+    case 1: return kTiles1[i];
+    case 8: return kTiles8[i];
+    case 16: return kTiles16[i];
+    default: return kTilesAny[i];
+  }
+}
+
+WgradFn wgrad16(int64_t taps) { return kWgrad[static_cast<size_t>(taps - 1)]; }
+
+bool usable() { return static_cast<int>(isa()) >= static_cast<int>(Isa::avx512); }
+
+}  // namespace hg::cpu::direct::avx512
+
+#pragma GCC pop_options
+#else
+namespace hg::cpu::direct::avx512 {
+TileFn tile16(int64_t, int64_t) { return nullptr; }
+WgradFn wgrad16(int64_t) { return nullptr; }
+bool usable() { return false; }
+}  // namespace hg::cpu::direct::avx512
+#endif
