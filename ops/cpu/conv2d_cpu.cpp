@@ -303,12 +303,17 @@ void sum_chunks(const Acc* part, int64_t chunks, int64_t wsize, const Tensor& gw
   });
 }
 
-// The direct weight gradient (conv2d_direct.h): 8 or 16 filters, one group, unit column
-// dilation. Measured on an AVX2 EPYC (bench/conv_wgrad --width 8 / 16, 2 threads) against the
+// The direct weight gradient (conv2d_direct.h): one group, unit column dilation, and 8 or 16
+// filters, or on AVX-512 32-64 filters when the reduction has a chunk for every thread (it
+// runs a chunk on one thread; the outer-product driver splits a lone chunk's columns).
+// Measured on an AVX2 EPYC (bench/conv_wgrad --width 8 / 16, 2 threads) against the
 // outer-product driver: 8 filters 1.6-5.6x faster; 16 filters 1.3-6.4x (16->16 @64: 94 -> 153
-// GFLOP/s; the first layer 1->16: 14 -> 90).
-bool direct_wgrad_fits(const Geometry& g) {
-  return g.G == 1 && (g.K <= 8 || g.K == 16) && (g.dw == 1 || g.S == 1);
+// GFLOP/s; the first layer 1->16: 14 -> 90). On an AVX-512 Xeon (model 207, 2 threads, best
+// of 2): 32 filters 1.1-1.6x (3x3 16->32 @16 165 -> 255 GFLOP/s), 64 filters 1.0-1.3x (1x1
+// 128->64 @8 195 -> 258); 128 filters at 4x4 lost 2-3x (one chunk), so they stay outer.
+bool direct_wgrad_fits(const Geometry& g, int64_t chunks, int threads) {
+  const bool tiles = g.K <= 8 || g.K == 16 || (g.K <= 64 && chunks >= threads && direct::wgrad_tiles_for(g.K));
+  return g.G == 1 && tiles && (g.dw == 1 || g.S == 1);
 }
 
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
@@ -326,7 +331,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   Acc* part = partial.data();
   const int threads = op_threads();
   if constexpr (std::is_same_v<Acc, float>)
-    if (direct_wgrad_fits(g)) {
+    if (direct_wgrad_fits(g, chunks, threads)) {
       const float* gy = activation<T>(gyt, 1);
       thread_local direct::Padded img;
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);

@@ -238,29 +238,47 @@ bool planar_layout(int64_t filters, int64_t Q) { return filters <= kPlanarMaxFil
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
   const Padded& img = *plan.img;
   const int64_t SC = plan.S * img.C, T = plan.R * SC, PQ = plan.P * plan.Q, F = plan.F;
-  // 16 filters on AVX-512: a zmm per tap, 24 taps a tile; else AVX2's 12 x 8 or 6 x 16.
-  const bool zmm = F == 16 && avx512::usable();
-  const int64_t tile_taps = F == 8 ? 12 : zmm ? avx512::kMaxTaps : 6;
+  // On AVX-512, filters a multiple of 16 run in blocks of 16-64 (a zmm per 16 filters, 24
+  // accumulators: 24 taps x 16 filters ... 6 taps x 64); else AVX2's 12 x 8 or 6 x 16.
+  const bool zmm = F % 16 == 0 && avx512::usable();
+  const int64_t vectors = !zmm ? 0 : F % 64 == 0 ? 4 : F % 48 == 0 ? 3 : F % 32 == 0 ? 2 : 1;
+  const int64_t block = zmm ? 16 * vectors : F, tile_taps = zmm ? avx512::kMaxTaps / vectors : F == 8 ? 12 : 6;
+  HG_CHECK(zmm || F == 8 || F == 16, "direct weight gradient: ", F,
+           " filters per tile (8 or 16; multiples of 16 on AVX-512) (internal error)");
+  const int64_t xs = plan.sw * img.C, row_step = plan.sh * img.Wp * img.C;
   alignas(64) float acc[avx512::kMaxTaps * 16];
-  for (int64_t r = 0; r < plan.R; ++r)
-    for (int64_t j0 = 0; j0 < SC; j0 += tile_taps) {
-      const int64_t nt = std::min(tile_taps, SC - j0);
-      const WgradFn fn = zmm ? avx512::wgrad16(nt)
-                         : F == 8 ? kWgradTiles8[static_cast<size_t>(nt - 1)]
-                                  : kWgradTiles16[static_cast<size_t>(nt - 1)];
-      // The chunk's pixels in order, a run of one output row at a time.
-      bool first = true;
-      for (int64_t m = m0; m < m0 + len;) {
-        const int64_t n = m / PQ, p = (m / plan.Q) % plan.P, q = m % plan.Q, run = std::min(plan.Q - q, m0 + len - m);
-        const float* x = img.data + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
-        fn(run, x, plan.sw * img.C, plan.gy + m * plan.gy_stride, plan.gy_stride, acc, first);
-        first = false;
-        m += run;
+  for (int64_t f0 = 0; f0 < F; f0 += block)
+    for (int64_t r = 0; r < plan.R; ++r)
+      for (int64_t j0 = 0; j0 < SC; j0 += tile_taps) {
+        const int64_t nt = std::min(tile_taps, SC - j0);
+        // The chunk's pixels in order: a partial row, whole rows of one image together (AVX-512),
+        // or (AVX2) a run of one output row at a time.
+        bool first = true;
+        for (int64_t m = m0; m < m0 + len;) {
+          const int64_t n = m / PQ, p = (m / plan.Q) % plan.P, q = m % plan.Q, run = std::min(plan.Q - q, m0 + len - m);
+          const float* x = img.data + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
+          const float* g = plan.gy + m * plan.gy_stride + f0;
+          if (zmm) {
+            const int64_t rows = q == 0 ? std::max<int64_t>(1, std::min(plan.P - p, (m0 + len - m) / plan.Q)) : 1;
+            const int64_t n_row = rows > 1 ? plan.Q : run;
+            avx512::wgrad(vectors, nt)(rows, n_row, x, xs, row_step, g, plan.gy_stride, acc, first);
+            m += rows * n_row;
+          } else {
+            const WgradFn fn = F == 8 ? kWgradTiles8[static_cast<size_t>(nt - 1)] : kWgradTiles16[static_cast<size_t>(nt - 1)];
+            fn(run, x, xs, g, plan.gy_stride, acc, first);
+            m += run;
+          }
+          first = false;
+        }
+        if (first) std::fill_n(acc, nt * block, 0.0f);  // no pixels: a sum of nothing
+        for (int64_t i = 0; i < nt; ++i)
+          for (int64_t f = f0; f < std::min(f0 + block, plan.filters); ++f)
+            gw[f * T + r * SC + j0 + i] = acc[i * block + f - f0];
       }
-      if (first) std::fill_n(acc, nt * F, 0.0f);  // no pixels: a sum of nothing
-      for (int64_t i = 0; i < nt; ++i)
-        for (int64_t f = 0; f < plan.filters; ++f) gw[f * T + r * SC + j0 + i] = acc[i * F + f];
-    }
+}
+
+bool wgrad_tiles_for(int64_t filters) {
+  return filters <= 8 || filters == 16 || (filters % 16 == 0 && avx512::usable());
 }
 
 void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {

@@ -69,11 +69,15 @@ struct WgradPlan {
   int64_t P = 0, Q = 0, sh = 1, sw = 1, dh = 1, R = 1, S = 1;
   const float* gy = nullptr;  // [pixels, gy_stride], the F filters at the start of a row
   int64_t gy_stride = 8;
-  int64_t F = 8;        // filters per tile: 8 or 16
+  int64_t F = 8;        // gy's filters: 8, 16, or on AVX-512 a multiple of 16
   int64_t filters = 8;  // of which real (the rest are gy's zero padding): gw has this many rows
 };
 
 // gw [filters, R*S*C] (row-major, overwritten) = the sum over pixels [m0, m0 + len).
 void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw);
+
+// Whether wgrad_chunk has tiles for this many filters (F = filters, or 8 for fewer): up to 8
+// or 16 everywhere; any multiple of 16 on the AVX-512 path.
+bool wgrad_tiles_for(int64_t filters);
 
 }  // namespace hg::cpu::direct

@@ -34,18 +34,31 @@ void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const 
   for (int i = 0; i < NP; ++i) _mm512_storeu_ps(c + i * 16, acc[i]);
 }
 
-template <int NT>
-void wgrad_tile(int64_t n, const float* x, int64_t xs, const float* g, int64_t gs, float* acc, bool first) {
-  __m512 a[NT];
+template <int NT, int NV>
+void wgrad_tile(int64_t rows, int64_t n, const float* x, int64_t xs, int64_t row_step, const float* g, int64_t gs,
+                float* acc, bool first) {
+  constexpr int F = 16 * NV;
+  __m512 a[NT][NV];
 #pragma GCC unroll 24
-  for (int i = 0; i < NT; ++i) a[i] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + i * 16);
+  for (int i = 0; i < NT; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) a[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + i * F + 16 * v);
+  for (int64_t row = 0; row < rows; ++row, x += row_step - n * xs)
   for (int64_t k = 0; k < n; ++k, x += xs, g += gs) {
-    const __m512 gv = _mm512_loadu_ps(g);
+    __m512 gv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) gv[v] = _mm512_loadu_ps(g + 16 * v);
 #pragma GCC unroll 24
-    for (int i = 0; i < NT; ++i) a[i] = _mm512_fmadd_ps(_mm512_set1_ps(x[i]), gv, a[i]);
+    for (int i = 0; i < NT; ++i) {
+      const __m512 xi = _mm512_set1_ps(x[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) a[i][v] = _mm512_fmadd_ps(xi, gv[v], a[i][v]);
+    }
   }
 #pragma GCC unroll 24
-  for (int i = 0; i < NT; ++i) _mm512_storeu_ps(acc + i * 16, a[i]);
+  for (int i = 0; i < NT; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + i * F + 16 * v, a[i][v]);
 }
 
 template <int CS, int... S>
@@ -53,15 +66,18 @@ constexpr std::array<TileFn, sizeof...(S)> tiles(std::integer_sequence<int, S...
   return {tile<(S + 1) * kStep, CS>...};
 }
 
-template <int... NT>
+template <int NV, int... NT>
 constexpr std::array<WgradFn, sizeof...(NT)> wgrad_tiles(std::integer_sequence<int, NT...>) {
-  return {wgrad_tile<NT + 1>...};
+  return {wgrad_tile<NT + 1, NV>...};
 }
 
 constexpr auto kSteps = std::make_integer_sequence<int, kMaxPixels / kStep>{};
 constexpr std::array<TileFn, kMaxPixels / kStep> kTiles1 = tiles<1>(kSteps), kTiles8 = tiles<8>(kSteps),
                                                   kTiles16 = tiles<16>(kSteps), kTilesAny = tiles<0>(kSteps);
-constexpr std::array<WgradFn, kMaxTaps> kWgrad = wgrad_tiles(std::make_integer_sequence<int, kMaxTaps>{});
+constexpr std::array<WgradFn, 24> kWgrad1 = wgrad_tiles<1>(std::make_integer_sequence<int, 24>{});
+constexpr std::array<WgradFn, 12> kWgrad2 = wgrad_tiles<2>(std::make_integer_sequence<int, 12>{});
+constexpr std::array<WgradFn, 8> kWgrad3 = wgrad_tiles<3>(std::make_integer_sequence<int, 8>{});
+constexpr std::array<WgradFn, 6> kWgrad4 = wgrad_tiles<4>(std::make_integer_sequence<int, 6>{});
 
 }  // namespace
 
@@ -75,7 +91,15 @@ TileFn tile16(int64_t pixels, int64_t stride) {
   }
 }
 
-WgradFn wgrad16(int64_t taps) { return kWgrad[static_cast<size_t>(taps - 1)]; }
+WgradFn wgrad(int64_t vectors, int64_t taps) {
+  const size_t i = static_cast<size_t>(taps - 1);
+  switch (vectors) {
+    case 1: return kWgrad1[i];
+    case 2: return kWgrad2[i];
+    case 3: return kWgrad3[i];
+    default: return kWgrad4[i];
+  }
+}
 
 bool usable() { return static_cast<int>(isa()) >= static_cast<int>(Isa::avx512); }
 
@@ -85,7 +109,7 @@ bool usable() { return static_cast<int>(isa()) >= static_cast<int>(Isa::avx512);
 #else
 namespace hg::cpu::direct::avx512 {
 TileFn tile16(int64_t, int64_t) { return nullptr; }
-WgradFn wgrad16(int64_t) { return nullptr; }
+WgradFn wgrad(int64_t, int64_t) { return nullptr; }
 bool usable() { return false; }
 }  // namespace hg::cpu::direct::avx512
 #endif

@@ -122,19 +122,22 @@ TEST_CASE("conv2d direct forward: inf and NaN inputs give what the engine gives"
   CHECK(std::isnan(direct.to_vector<float>()[(2 * 30 + 17) * 8]));  // a NaN tap poisons its neighbours' sums
 }
 
-TEST_CASE("conv2d direct weight gradient: 4, 8 and 16 filters equal the outer-product driver's first of 24, bit for bit",
+TEST_CASE("conv2d direct weight gradient: 4, 8, 16 (and on AVX-512 32, 48, 64) filters equal the outer-product "
+          "driver's first of 72, bit for bit",
           "[conv2d][direct][wgrad]") {
+  // 72 filters always take the outer-product driver; at 1 thread (one chunk per thread) the
+  // AVX-512 path takes the direct tiles for 32-64 filters, at 2 the outer driver again.
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16}) {
       INFO("x " << c.N << "x" << c.H << "x" << c.W << "x" << c.C << " kernel " << c.R << " stride " << c.p.stride[0]
                 << " pad " << c.p.padding[0] << " dil " << c.p.dilation[0] << " " << dtype_name(dt));
       Generator g(53);
       const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g);
-      const Tensor y = run_forward(x, zeros({24, c.R, c.R, c.C}, {dt}), Tensor(), c.p);
+      const Tensor y = run_forward(x, zeros({72, c.R, c.R, c.C}, {dt}), Tensor(), c.p);
       const Tensor gy24 = randn(y.shape(), {dt}, &g);
-      Tensor gw24 = empty({24, c.R, c.R, c.C}, {dt});
+      Tensor gw24 = empty({72, c.R, c.R, c.C}, {dt});
       conv2d_wgrad_stub(Device::cpu(), gy24, x, gw24, c.p);
-      for (int64_t F : {4, 8, 16}) {
+      for (int64_t F : {4, 8, 16, 32, 48, 64}) {
         INFO(F << " filters");
         const Tensor gy = gy24.narrow(3, 0, F).contiguous();
         Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
