@@ -120,6 +120,8 @@ Json run_json(const RunResult& run) {
                  {"optimizer_state", run.optimizer_state_dtype}};
   j["optimizer_name"] = run.optimizer_name;
   j["cpu_isa"] = run.cpu_isa;
+  j["cpu_bf16_kernel"] = run.cpu_bf16_kernel;
+  j["cpu_dot_vs_fma"] = run.cpu_dot_vs_fma;
   j["diagnosis"] = run.diagnosis;
   j["numerics_worst"] = run.numerics_worst;
   j["adam_v_flushed_fraction"] = run.adam_v_flushed_fraction;

@@ -124,10 +124,12 @@ namespace {
 
 // Whether a CPU run's reduced-precision matrix products ran on a native unit: AMX tiles take
 // bf16, and f16 as exact bf16 hi + lo pairs (the GEMM engine picks them for matmul, linear,
-// and the convolutions' forward and input gradient). Every other CPU path (AVX2, AVX-512:
-// its vdpbf16ps kernels are not written yet) widens f16/bf16 to f32 for the arithmetic.
+// and the convolutions' forward and input gradient); the AVX512_BF16 kernel takes bf16 where
+// it was chosen (where vdpbf16ps outpaces the f32 FMA). Everything else widens f16/bf16 to
+// f32 for the arithmetic.
 bool native_matrix_products(const RunResult& run) {
-  return run.cpu_isa == "amx" && (run.compute_dtype == "bf16" || run.compute_dtype == "f16");
+  if (run.cpu_isa == "amx") return run.compute_dtype == "bf16" || run.compute_dtype == "f16";
+  return run.compute_dtype == "bf16" && run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0;
 }
 
 }  // namespace
@@ -148,7 +150,14 @@ std::string cpu_path_text(const Report& r) {
       return "CPU kernel path " + run.cpu_isa +
              (run.cpu_isa == "amx" ? " (bf16 and f16 matrix products of the forward and input gradient on AMX tiles, f16 "
                                      "as exact bf16 hi + lo pairs; weight gradients and elementwise ops widened to f32)"
-                                   : " (f16/bf16 widened to f32 for arithmetic)");
+              : run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0
+                  ? " (bf16 matrix products of the forward and input gradient on vdpbf16ps, measured at " +
+                        fixed(run.cpu_dot_vs_fma, 2) +
+                        "x the f32 FMA's multiply-adds; f16, weight gradients and elementwise ops widened to f32)"
+              : run.cpu_dot_vs_fma > 0
+                  ? " (f16/bf16 widened to f32 for arithmetic: vdpbf16ps measured at " + fixed(run.cpu_dot_vs_fma, 2) +
+                        "x the f32 FMA's multiply-adds here, too slow to pay)"
+                  : " (f16/bf16 widened to f32 for arithmetic)");
   return "";
 }
 

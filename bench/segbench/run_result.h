@@ -131,6 +131,8 @@ struct RunResult {
   // What the mode stores in which dtype (bench/segbench/modes.h) and its optimizer.
   std::string params_dtype, activations_dtype, grads_dtype, optimizer_state_dtype, optimizer_name;
   std::string cpu_isa;           // CPU kernel path (hg::cpu::isa()) when it ran on the CPU
+  std::string cpu_bf16_kernel;   // the GEMM micro-kernel bf16 x bf16 products took there
+  double cpu_dot_vs_fma = 0;     // vdpbf16ps vs f32 FMA multiply-adds, measured (0: no AVX512_BF16)
   std::string compute_dtype;     // dtype matmul/conv inputs had: "f32", "f16" or "bf16"
   int64_t steps_done = 0;
   bool stopped_early = false;    // a non-finite loss without loss scaling stops the run

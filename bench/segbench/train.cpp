@@ -18,6 +18,7 @@
 #include "amp/policy.h"
 #include "bench/segbench/distributed.h"
 #include "bench/segbench/evaluate.h"
+#include "ops/cpu/gemm/kernel.h"
 #include "bench/segbench/instruments.h"
 #include "bench/segbench/modes.h"
 #include "bench/segbench/step_hooks.h"
@@ -119,7 +120,11 @@ RunResult describe_run(const Mode& md, const std::string& precision, Device devi
   r.optimizer_state_dtype = md.optimizer_state_dtype();
   r.optimizer_name = md.optimizer == OptimizerKind::sgd ? "SGD" : "Adam";
   r.compute_dtype = md.activations_dtype();
-  if (device.is_cpu()) r.cpu_isa = cpu::isa_name(cpu::isa());
+  if (device.is_cpu()) {
+    r.cpu_isa = cpu::isa_name(cpu::isa());
+    r.cpu_bf16_kernel = cpu::gemm::kernel_for(cpu::gemm::Operands::bf16).name;
+    if (cpu::features().avx512_bf16 && cpu::isa() != cpu::Isa::avx2) r.cpu_dot_vs_fma = cpu::gemm::avx512_bf16_dot_vs_fma();
+  }
   return r;
 }
 

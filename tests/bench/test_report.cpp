@@ -332,9 +332,23 @@ TEST_CASE("report: on AMX the speed-up column shows the measured ratio of f16 an
   CHECK(speedup_cell(amp, &fp32) == "1.19\u00d7");  // 95 / 80 img/s, products on AMX tiles
   CHECK(cpu_path_text(rep).find("on AMX tiles") != std::string::npos);
   CHECK(summary_table(rep).find("widened to f32;") == std::string::npos);
-  for (RunResult& r : rep.runs) r.cpu_isa = "avx512";  // no vdpbf16ps kernels yet: widened
+  for (RunResult& r : rep.runs) r.cpu_isa = "avx512", r.cpu_bf16_kernel = "avx512 f32 14x32";  // no vdpbf16ps: widened
   CHECK(speedup_cell(rep.runs[1], &rep.runs.front()) == "n/a (widened to f32; 1.19\u00d7 measured)");
   CHECK(cpu_path_text(rep) == "CPU kernel path avx512 (f16/bf16 widened to f32 for arithmetic)");
+  for (RunResult& r : rep.runs) r.cpu_dot_vs_fma = 0.5;  // vdpbf16ps there, measured too slow
+  CHECK(cpu_path_text(rep).find("vdpbf16ps measured at 0.50x the f32 FMA's multiply-adds here, too slow") !=
+        std::string::npos);
+}
+
+TEST_CASE("report: where bf16 products ran on vdpbf16ps, bf16's speed-up is measured, f16's keeps the caveat",
+          "[report]") {
+  Report rep = make_report();
+  for (RunResult& r : rep.runs) r.cpu_isa = "avx512", r.cpu_bf16_kernel = "avx512_bf16 bf16 pairs 14x32", r.cpu_dot_vs_fma = 1.9;
+  RunResult bf = rep.runs[1];
+  bf.compute_dtype = "bf16";
+  CHECK(speedup_cell(bf, &rep.runs.front()) == "1.19\u00d7");
+  CHECK(speedup_cell(rep.runs[1], &rep.runs.front()) == "n/a (widened to f32; 1.19\u00d7 measured)");  // f16
+  CHECK(cpu_path_text(rep).find("on vdpbf16ps, measured at 1.90x") != std::string::npos);
 }
 
 TEST_CASE("report: a GPU run has no CPU note, no samples no PNG", "[report]") {
