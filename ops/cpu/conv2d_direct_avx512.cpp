@@ -13,7 +13,8 @@
 
 #ifdef HG_DIRECT_AVX512
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+#include "ops/cpu/gemm/outer_avx512.h"
 
 namespace hg::cpu::direct::avx512 {
 namespace {
@@ -34,31 +35,11 @@ void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const 
   for (int i = 0; i < NP; ++i) _mm512_storeu_ps(c + i * 16, acc[i]);
 }
 
+// NT taps by NV vectors of 16 filters (gemm/outer_avx512.h): taps broadcast, filters from gy.
 template <int NT, int NV>
 void wgrad_tile(int64_t rows, int64_t n, const float* x, int64_t xs, int64_t row_step, const float* g, int64_t gs,
                 float* acc, bool first) {
-  constexpr int F = 16 * NV;
-  __m512 a[NT][NV];
-#pragma GCC unroll 24
-  for (int i = 0; i < NT; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) a[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + i * F + 16 * v);
-  for (int64_t row = 0; row < rows; ++row, x += row_step - n * xs)
-  for (int64_t k = 0; k < n; ++k, x += xs, g += gs) {
-    __m512 gv[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) gv[v] = _mm512_loadu_ps(g + 16 * v);
-#pragma GCC unroll 24
-    for (int i = 0; i < NT; ++i) {
-      const __m512 xi = _mm512_set1_ps(x[i]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) a[i][v] = _mm512_fmadd_ps(xi, gv[v], a[i][v]);
-    }
-  }
-#pragma GCC unroll 24
-  for (int i = 0; i < NT; ++i)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + i * F + 16 * v, a[i][v]);
+  gemm::outer_avx512<NT, NV>(rows, n, x, xs, row_step, g, gs, acc, 16 * NV, first);
 }
 
 template <int CS, int... S>

@@ -38,40 +38,27 @@ void avx2_outer(int64_t kc, const float* a, const float* b, float* c, int64_t ld
 }
 
 }  // namespace
+}  // namespace hg::cpu::gemm
 
 #ifdef HG_OUTER_AVX512
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma")
+#include "ops/cpu/gemm/outer_avx512.h"
+namespace hg::cpu::gemm {
 namespace {
 
-// MR rows, V vectors of 16 columns.
+// MR rows, V vectors of 16 columns, both panels k-major (outer_avx512.h).
 template <int MR, int V>
 void avx512_outer(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool first) {
-  __m512 acc[MR][V];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * ldc + 16 * v);
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += 16 * V) {
-    __m512 bv[V];
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512 x = _mm512_set1_ps(a[i]);
-#pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(x, bv[v], acc[i][v]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+  outer_avx512<MR, V>(1, kc, a, MR, 0, b, 16 * V, c, ldc, first);
 }
 
 }  // namespace
+}  // namespace hg::cpu::gemm
 #pragma GCC pop_options
 #endif
+
+namespace hg::cpu::gemm {
 
 namespace {
 
