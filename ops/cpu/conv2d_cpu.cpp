@@ -91,9 +91,13 @@ std::vector<compute_t<T>> widened_bias(const Tensor& bias) {
 // kernels, and since its inline store also for 1x1 (one thread: 1x1 32->16 @32 forward 35 ->
 // 67 GFLOP/s, the input gradient of 1x1 16->8 @64, 16 output channels from 8 taps, 14 -> 39;
 // the engine spends a K of 8-32 on packing and stores); from 32 filters on the engine's 6x16
-// tile wins.
+// tile wins there. On an AVX-512 Xeon (model 207, 2 threads, conv_wgrad --width 16) the zmm
+// tile of 12 pixels x 32 filters wins too: 3x3 32->32 @32 forward 166-203 -> 296-300 GFLOP/s,
+// input gradient 168-202 -> 293-297, 1x1 64->32 @32 forward 160 -> 266; with 64 filters (6
+// pixels x 64) it tied the engine at 16 pixels a row and lost 10-55% at 8 and 4, so those
+// stay on the engine.
 bool direct_wins(int64_t filters) {
-  return filters <= 8 || filters == 16;
+  return filters <= 8 || filters == 16 || (filters == 32 && direct::avx512_usable());
 }
 
 // img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before

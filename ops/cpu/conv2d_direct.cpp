@@ -277,13 +277,16 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
       }
 }
 
+bool avx512_usable() { return avx512::usable(); }
+
 bool wgrad_tiles_for(int64_t filters) {
   return filters <= 8 || filters == 16 || (filters % 16 == 0 && avx512::usable());
 }
 
 void pack_weights(Plan& plan, const float* wt, int64_t F, int64_t T) {
   plan.F = F;
-  plan.width = F % 16 == 0 ? 16 : 8;
+  // On AVX-512 a tile takes 32 filters (filters a multiple of 32), else 16 or 8.
+  plan.width = F % 16 != 0 ? 8 : F % 32 == 0 && avx512::usable() ? 32 : 16;
   const int64_t W = plan.width, blocks = (F + W - 1) / W;
   plan.weights.assign(static_cast<size_t>(blocks * T * W), 0.0f);  // filters past F: zeros
   for (int64_t fb = 0; fb < blocks; ++fb)
@@ -377,12 +380,16 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
   const int64_t T = static_cast<int64_t>(plan.offsets.size()), rows = img.N * plan.P, W = plan.width;
   const int64_t blocks = (plan.F + W - 1) / W;
   // Tiles of 4, 8 and 12 pixels by 8 filters, or of 2, 4 and 6 by 16 (12 accumulators at
-  // most); on AVX-512, 4, 8, ..., 24 pixels by 16 (a zmm each).
-  const bool wide = W == 16, zmm = wide && avx512::usable();
-  const int64_t step = zmm ? avx512::kStep : wide ? 2 : 4, sizes = zmm ? avx512::kMaxPixels / avx512::kStep : 3;
-  TileFn fns[avx512::kMaxPixels / avx512::kStep] = {};
+  // most); on AVX-512 (a width of 16 * vectors), 24 / vectors pixels at most (24 zmm).
+  const bool zmm = W % 16 == 0 && avx512::usable(), wide = W == 16;
+  const int64_t vectors = W / 16;
+  const int64_t step = zmm ? avx512::pixel_step(vectors) : wide ? 2 : 4;
+  const int64_t sizes = zmm ? avx512::max_pixels(vectors) / step : 3;
+  HG_CHECK(plan.Q >= step, "direct convolution: rows of ", plan.Q, " output pixels; its tiles need at least ", step,
+           " (internal error)");
+  TileFn fns[avx512::kMaxPixels] = {};
   for (int64_t i = 0; i < sizes; ++i)
-    fns[i] = zmm ? avx512::tile16((i + 1) * step, img.C)
+    fns[i] = zmm ? avx512::tile(vectors, (i + 1) * step, img.C)
              : i == 0 ? (wide ? tile_for<2, 2>(img.C) : tile_for<4, 1>(img.C))
              : i == 1 ? (wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C))
                       : (wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C));
@@ -391,12 +398,14 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
     const int64_t n = row / plan.P, p = row % plan.P;
     const float* base = img.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
     alignas(64) float c[avx512::kMaxPixels * 16];
-    for (int64_t q0 = 0; q0 < plan.Q; q0 += sizes * step) {
+    // No tile is longer than the row (Q >= 4 >= step): a tile reads only its row's pixels.
+    const int64_t longest = std::min(sizes, plan.Q / step) * step;
+    for (int64_t q0 = 0; q0 < plan.Q; q0 += longest) {
       // A row's last few pixels take the smallest tile that holds them, ending at the row's
-      // end (when the row is shorter, overlapping the tile before: those pixels' sums are
-      // computed again, the same chain, and stored again unchanged).
-      const int64_t left = plan.Q - q0, size = std::min(sizes, (left + step - 1) / step) * step;
-      const int64_t q = std::max<int64_t>(0, std::min(q0, plan.Q - size));
+      // end (overlapping the tile before: those pixels' sums are computed again, the same
+      // chain, and stored again unchanged).
+      const int64_t left = plan.Q - q0, size = std::min(longest, (left + step - 1) / step * step);
+      const int64_t q = std::min(q0, plan.Q - size);
       const TileFn fn = fns[size / step - 1];
       for (int64_t b = 0; b < blocks; ++b) {
         fn(T, base + q * img.C, img.C, plan.offsets.data(), plan.weights.data() + b * T * W, c);

@@ -48,7 +48,7 @@ struct Plan {
   int64_t P = 0, Q = 0, sh = 1;
   std::vector<int64_t> offsets;  // T taps
   std::vector<float> weights;    // [F / width][T][width]: each tap's filters side by side
-  int64_t F = 0, width = 8;      // filters; per register tile: 16 when F is a multiple of 16, else 8
+  int64_t F = 0, width = 8;      // filters; per tile: 8, 16 for multiples of 16 (AVX-512: up to 64)
 };
 
 // Packs F x T filter-major weights (f32) into the plan's [F / width][T][width] layout (a
@@ -79,5 +79,8 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw);
 // Whether wgrad_chunk has tiles for this many filters (F = filters, or 8 for fewer): up to 8
 // or 16 everywhere; any multiple of 16 on the AVX-512 path.
 bool wgrad_tiles_for(int64_t filters);
+
+// Whether the AVX-512 tiles (filters in multiples of 16, up to 64 per tile) run here.
+bool avx512_usable();
 
 }  // namespace hg::cpu::direct

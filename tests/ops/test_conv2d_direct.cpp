@@ -1,11 +1,12 @@
 // The direct convolution (ops/cpu/conv2d_direct.h), which the CPU forward and stride-1
-// input gradient take for up to 8 or exactly 16 output channels: its sums must be
-// the engine's, bit for bit. A pass with 24 output channels runs on the engine; its first
-// channels, with the same filters, must equal the direct pass exactly, for every row
-// length (12-, 8- and 4-pixel tiles, overlapping at a row's end), padding, dilation, row
-// stride, bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
+// input gradient take for up to 8 or exactly 16 output channels (on AVX-512 also 32): its
+// sums must be the engine's, bit for bit. A pass with 72 output channels runs on
+// the engine; its first channels, with the same filters, must equal the direct pass exactly,
+// for every row length (tiles overlapping at a row's end), padding, dilation, row stride,
+// bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
 // One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors).
-// The direct weight gradient (up to 8, and 16 filters) likewise equals the outer-product driver's.
+// The direct weight gradient (up to 8, 16, and on AVX-512 32-64 filters) likewise equals the
+// outer-product driver's.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -53,7 +54,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("conv2d direct forward: 1, 2, 4, 8 and 16 filters equal the engine's first of 24, bit for bit",
+TEST_CASE("conv2d direct forward: 1, 2, 4, 8, 16 (and on AVX-512 32) filters equal the engine's first of 72, "
+          "bit for bit",
           "[conv2d][direct]") {
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16})
@@ -62,12 +64,12 @@ TEST_CASE("conv2d direct forward: 1, 2, 4, 8 and 16 filters equal the engine's f
                   << " pad " << c.p.padding[0] << " dil " << c.p.dilation[0] << " " << dtype_name(dt)
                   << (bias ? " bias" : ""));
         Generator g(41);
-        const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w24 = randn({24, c.R, c.R, c.C}, {dt}, &g);
-        const Tensor b24 = bias ? randn({24}, {dt}, &g) : Tensor();
-        const Tensor all = run_forward(x, w24, b24, c.p);
-        for (int64_t F : {1, 2, 4, 8, 16}) {  // 1, 2: pixels in lanes; 4: a head's classes, padded to 8
+        const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w72 = randn({72, c.R, c.R, c.C}, {dt}, &g);
+        const Tensor b72 = bias ? randn({72}, {dt}, &g) : Tensor();
+        const Tensor all = run_forward(x, w72, b72, c.p);
+        for (int64_t F : {1, 2, 4, 8, 16, 32}) {  // 1, 2: pixels in lanes; 4: a head's classes, padded to 8
           INFO(F << " filters");
-          const Tensor wf = w24.narrow(0, 0, F).contiguous(), bf = bias ? b24.narrow(0, 0, F).contiguous() : Tensor();
+          const Tensor wf = w72.narrow(0, 0, F).contiguous(), bf = bias ? b72.narrow(0, 0, F).contiguous() : Tensor();
           const Tensor engine = all.narrow(3, 0, F).contiguous();
           Tensor one, two;
           {
@@ -84,7 +86,8 @@ TEST_CASE("conv2d direct forward: 1, 2, 4, 8 and 16 filters equal the engine's f
       }
 }
 
-TEST_CASE("conv2d direct input gradient: 1, 2, 8 and 16 input channels equal the engine's first of 24, bit for bit",
+TEST_CASE("conv2d direct input gradient: 1, 2, 8, 16 (and on AVX-512 32) input channels equal the engine's "
+          "first of 72, bit for bit",
           "[conv2d][direct]") {
   for (const Case& c : kCases) {
     if (c.p.stride[0] != 1) continue;  // the direct input gradient is stride 1 only
@@ -93,16 +96,16 @@ TEST_CASE("conv2d direct input gradient: 1, 2, 8 and 16 input channels equal the
                  << c.p.dilation[0] << " " << dtype_name(dt));
       Generator g(43);
       const int64_t K = c.C;  // the forward's filters: the input gradient's input channels
-      const Tensor w24 = randn({K, c.R, c.R, 24}, {dt}, &g);
-      const Tensor y = run_forward(zeros({c.N, c.H, c.W, 24}, {dt}), w24, Tensor(), c.p);
+      const Tensor w72 = randn({K, c.R, c.R, 72}, {dt}, &g);
+      const Tensor y = run_forward(zeros({c.N, c.H, c.W, 72}, {dt}), w72, Tensor(), c.p);
       const Tensor gy = randn(y.shape(), {dt}, &g);
-      Tensor gx24 = empty({c.N, c.H, c.W, 24}, {dt});
-      conv2d_dgrad_stub(Device::cpu(), gy, w24, Tensor(), gx24, c.p);
-      for (int64_t F : {1, 2, 8, 16}) {  // 1: the image's one channel, 2: pixels in lanes too
+      Tensor gx72 = empty({c.N, c.H, c.W, 72}, {dt});
+      conv2d_dgrad_stub(Device::cpu(), gy, w72, Tensor(), gx72, c.p);
+      for (int64_t F : {1, 2, 8, 16, 32}) {  // 1: the image's one channel, 2: pixels in lanes too
         INFO(F << " input channels");
         Tensor gxf = empty({c.N, c.H, c.W, F}, {dt});
-        conv2d_dgrad_stub(Device::cpu(), gy, w24.narrow(3, 0, F).contiguous(), Tensor(), gxf, c.p);
-        CHECK(same_bits(gxf, gx24.narrow(3, 0, F).contiguous()));
+        conv2d_dgrad_stub(Device::cpu(), gy, w72.narrow(3, 0, F).contiguous(), Tensor(), gxf, c.p);
+        CHECK(same_bits(gxf, gx72.narrow(3, 0, F).contiguous()));
       }
     }
   }
@@ -115,10 +118,10 @@ TEST_CASE("conv2d direct forward: inf and NaN inputs give what the engine gives"
   xv[3 * 8 + 2] = std::numeric_limits<float>::infinity();         // pixel (0, 3)
   xv[(2 * 30 + 17) * 8 + 5] = std::numeric_limits<float>::quiet_NaN();  // pixel (2, 17)
   x = from_vector(std::vector<double>(xv.begin(), xv.end()), {1, 5, 30, 8}, {f32});
-  const Tensor w24 = randn({24, 3, 3, 8}, {f32}, &g);
+  const Tensor w72 = randn({24, 3, 3, 8}, {f32}, &g);
   const Conv2dOptions p{{1, 1}, {1, 1}, {1, 1}, 1};
-  const Tensor direct = run_forward(x, w24.narrow(0, 0, 8).contiguous(), Tensor(), p);
-  CHECK(same_bits(direct, run_forward(x, w24, Tensor(), p).narrow(3, 0, 8).contiguous()));
+  const Tensor direct = run_forward(x, w72.narrow(0, 0, 8).contiguous(), Tensor(), p);
+  CHECK(same_bits(direct, run_forward(x, w72, Tensor(), p).narrow(3, 0, 8).contiguous()));
   CHECK(std::isnan(direct.to_vector<float>()[(2 * 30 + 17) * 8]));  // a NaN tap poisons its neighbours' sums
 }
 
@@ -134,12 +137,12 @@ TEST_CASE("conv2d direct weight gradient: 4, 8, 16 (and on AVX-512 32, 48, 64) f
       Generator g(53);
       const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g);
       const Tensor y = run_forward(x, zeros({72, c.R, c.R, c.C}, {dt}), Tensor(), c.p);
-      const Tensor gy24 = randn(y.shape(), {dt}, &g);
-      Tensor gw24 = empty({72, c.R, c.R, c.C}, {dt});
-      conv2d_wgrad_stub(Device::cpu(), gy24, x, gw24, c.p);
+      const Tensor gy72 = randn(y.shape(), {dt}, &g);
+      Tensor gw72 = empty({72, c.R, c.R, c.C}, {dt});
+      conv2d_wgrad_stub(Device::cpu(), gy72, x, gw72, c.p);
       for (int64_t F : {4, 8, 16, 32, 48, 64}) {
         INFO(F << " filters");
-        const Tensor gy = gy24.narrow(3, 0, F).contiguous();
+        const Tensor gy = gy72.narrow(3, 0, F).contiguous();
         Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
         {
           test::Threads t(1);
@@ -149,7 +152,7 @@ TEST_CASE("conv2d direct weight gradient: 4, 8, 16 (and on AVX-512 32, 48, 64) f
           test::Threads t(2);
           conv2d_wgrad_stub(Device::cpu(), gy, x, two, c.p);
         }
-        CHECK(same_bits(one, gw24.narrow(0, 0, F).contiguous()));
+        CHECK(same_bits(one, gw72.narrow(0, 0, F).contiguous()));
         CHECK(same_bits(two, one));
       }
     }
