@@ -47,7 +47,8 @@ const Kernel<float>& avx2_kernel();
 const Kernel<float>& avx512_kernel();
 const Kernel<float>& avx512_bf16_kernel();  // vdpbf16ps on bf16 pairs (AVX512_BF16)
 // Multiply-adds per second of vdpbf16ps over those of the AVX-512 f32 FMA on this core,
-// measured now (about 3 ms; call only where the CPU has AVX512_BF16). About 2 where the
+// measured on the first call (about 5 ms) and remembered for the process (call only where
+// the CPU has AVX512_BF16). About 2 where the
 // instruction issues as often as an FMA; 1 on cores that issue it on one port of two.
 double avx512_bf16_dot_vs_fma();
 const Kernel<float>& amx_bf16_kernel();

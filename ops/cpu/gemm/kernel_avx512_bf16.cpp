@@ -149,7 +149,9 @@ const Kernel<float>& avx512_bf16_kernel() {
   return k;
 }
 
-double avx512_bf16_dot_vs_fma() {
+namespace {
+
+double measure_dot_vs_fma() {
 #ifdef HG_GEMM_AVX512_BF16
   // Alternating bursts of 0.1-0.2 ms, the best of each kind (a busy neighbour slows both
   // alike), after a warm-up: a core runs its first tens of microseconds of 512-bit work at a
@@ -172,6 +174,13 @@ double avx512_bf16_dot_vs_fma() {
 #else
   return 0;
 #endif
+}
+
+}  // namespace
+
+double avx512_bf16_dot_vs_fma() {
+  static const double ratio = measure_dot_vs_fma();  // once per process: every caller sees one verdict
+  return ratio;
 }
 
 }  // namespace hg::cpu::gemm
