@@ -7,11 +7,15 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <vector>
+#include <algorithm>
 
+#include "framework/cpu/isa.h"
 #include "framework/error.h"
 #include "halfgrad.h"
 #include "tests/ops/cpu/gemm/model_kernels.h"
 #include "tests/ops/cpu/gemm/reference.h"
+#include "tests/skip.h"
 
 using namespace hg;
 using namespace hg::cpu;
@@ -187,4 +191,69 @@ TEST_CASE("matmul and linear of f16/bf16 tensors take the AMX kernels (on the ti
       }
     CHECK(bad == 0);
   }
+}
+
+namespace {
+
+// Panels for the conversion test: ordinary bf16/f16 values, and every kind the split must
+// refuse or treat specially (zeros of both signs, values just at and below 2^-56, f16
+// subnormals, non-bf16/non-f16 values, inf, NaN, f32 max), at random places.
+std::vector<float> odd_panel(int64_t n, uint32_t seed, bool f16) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::uniform_int_distribution<int> pick(0, 15), which(0, 13);
+  const float special[14] = {0.0f,     -0.0f,     0x1p-56f, -0x1p-56f, 0x1.fffffep-57f, 0x1p-24f,        3 * 0x1p-24f,
+                             INFINITY, -INFINITY, NAN,      3.4e38f,   65504.0f,        1.0f + 0x1p-12f, 70000.0f};
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) {
+    if (pick(g) < 3) {
+      x = special[which(g)];
+    } else {
+      x = u(g);
+      if (pick(g) < 14)  // most values of the format, some not
+        x = f16 ? static_cast<float>(half(x)) : static_cast<float>(bfloat16(x));
+    }
+  }
+  return v;
+}
+
+template <int Planes>
+void same_conversions(const gemm::Kernel<float>& k) {
+  for (int64_t kc : {1, 7, 16, 31, 32, 33, 64, 100, 256}) {
+    for (uint32_t seed = 0; seed < 12; ++seed) {
+      INFO("planes " << Planes << " kc " << kc << " seed " << seed);
+      const bool clean = seed % 3 == 0;  // some panels all exact, so a true verdict is compared too
+      std::vector<float> a = odd_panel(amx::MR * kc, seed, Planes == 2), b = odd_panel(amx::NR * kc, seed + 99, Planes == 2);
+      if (clean)
+        for (std::vector<float>* v : {&a, &b})
+          for (float& x : *v) {
+            bool ok = true;
+            uint16_t p[2] = {};
+            amx::split<Planes>(x, p, ok);
+            if (!ok) x = 1.0f;
+          }
+      const int64_t bytes = amx::panel_bytes<Planes>(kc, amx::MR);
+      std::vector<unsigned char> want(static_cast<size_t>(bytes), 0xAB), got(static_cast<size_t>(bytes), 0xCD);
+      const bool want_a = amx::repack_a<Planes>(a.data(), kc, want.data());
+      const bool got_a = k.repack_a(a.data(), kc, got.data());
+      CHECK(want_a == got_a);
+      CHECK(want_a == clean);
+      CHECK(want == got);
+      std::fill(want.begin(), want.end(), 0xAB), std::fill(got.begin(), got.end(), 0xCD);
+      const bool want_b = amx::repack_b<Planes>(b.data(), kc, want.data());
+      const bool got_b = k.repack_b(b.data(), kc, got.data());
+      CHECK(want_b == got_b);
+      CHECK(want_b == clean);
+      CHECK(want == got);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("amx panel conversions: the AVX-512 ones give amx.h's bytes and verdicts", "[gemm][amx]") {
+  if (static_cast<int>(best_isa()) < static_cast<int>(Isa::avx512) || gemm::amx_bf16_kernel().repack_a == nullptr)
+    HG_SKIP("the AMX kernels' AVX-512 panel conversions need AVX-512 F/BW/VL/DQ; this CPU has " + describe());
+  same_conversions<1>(gemm::amx_bf16_kernel());
+  same_conversions<2>(gemm::amx_f16_kernel());
 }
