@@ -45,6 +45,42 @@ float avx512_fma_burst(int64_t iters) {
 }  // namespace
 #pragma GCC pop_options
 #pragma GCC push_options
+#pragma GCC target("amx-tile,amx-bf16")
+namespace {
+// 4 independent TDPBF16PS chains (accumulator tiles 0-3 from A tiles 4, 5 and B tiles 6,
+// 7, the GEMM kernel's tile assignment, no memory traffic), `iters` rounds of 4. Run only
+// where isa() == amx (the OS granted tile data). Each instruction: 16 x 16 x 32 multiply-adds.
+void amx_dot_burst(int64_t iters) {
+  struct alignas(64) Config {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+  } cfg;
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  alignas(64) static uint16_t ones[16 * 32];
+  alignas(64) static float out[16 * 16];
+  for (uint16_t& x : ones) x = 0x3F80;  // 1.0
+  _tile_loadconfig(&cfg);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t k = 0; k < iters; ++k) {  // (the tile intrinsics are statements, one per line)
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+}
+}  // namespace
+#pragma GCC pop_options
+#pragma GCC push_options
 #pragma GCC target("avx512f,avx512bf16")
 namespace {
 // 12 independent chains of 16-wide vdpbf16ps (two products each), `iters` rounds. Run only
@@ -148,6 +184,23 @@ double avx512_bf16_peak_gflops() {
 #endif
 }
 
+// The AMX bf16 peak of one core in GFLOP/s (0 where the path is not available).
+double amx_bf16_peak_gflops() {
+#if defined(__x86_64__)
+  if (cpu::best_isa() != cpu::Isa::amx) return 0;
+  constexpr int64_t iters = 20'000;
+  double best = 1e30;
+  for (int burst = 0; burst < 30; ++burst) {
+    const auto t0 = std::chrono::steady_clock::now();
+    amx_dot_burst(iters);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * 16 * 16 * 32 * 4 * static_cast<double>(iters) / best * 1e-9;
+#else
+  return 0;
+#endif
+}
+
 // One micro-kernel path on one thread: n^3 GEMM of T operands through the engine with that
 // kernel forced (packing and epilogue included), GFLOP/s.
 template <class T>
@@ -162,7 +215,7 @@ double kernel_gflops(const gemm::Kernel<float>& k, int64_t n) {
 
 // A row per micro-kernel path: GFLOP/s against the f32 FMA peak (AVX2's for the AVX2
 // kernel, AVX-512's for the others, as issue 15's goals state them), or why it cannot run
-// here. No AMX peak is measured.
+// here; the AMX kernels also against the measured AMX bf16 peak.
 void kernel_path_rows(double peak_avx2, double peak_avx512) {
   const int64_t n = 1024;
   std::printf("GEMM micro-kernel paths, 1 thread, %lld^3, engine with the kernel forced; f32 FMA peak AVX2 %.1f, "
@@ -182,6 +235,10 @@ void kernel_path_rows(double peak_avx2, double peak_avx512) {
                 "%.2fx); bf16 GEMMs here take: %s\n",
                 peak_dot, peak_dot / peak_avx512, gemm::avx512_bf16_dot_vs_fma(),
                 gemm::kernel_for(gemm::Operands::bf16).name);
+  const double peak_amx = amx_bf16_peak_gflops();
+  if (peak_amx > 0)
+    std::printf("  AMX bf16 peak %.1f GFLOP/s on 1 core (TDPBF16PS, %.2fx the AVX-512 f32 FMA peak)\n", peak_amx,
+                peak_amx / peak_avx512);
   for (const Path& p : {Path{gemm::avx2_kernel(), f32, cpu::Isa::avx2, "AVX2+FMA", peak_avx2},
                         Path{gemm::avx512_kernel(), f32, cpu::Isa::avx512, "AVX-512", peak_avx512},
                         Path{gemm::avx512_bf16_kernel(), bf16, cpu::Isa::avx512, "AVX512_BF16", peak_avx512,
@@ -194,8 +251,10 @@ void kernel_path_rows(double peak_avx2, double peak_avx512) {
     }
     const double gf = p.dt == f32 ? kernel_gflops<float>(p.k, n)
                       : p.dt == bf16 ? kernel_gflops<bfloat16>(p.k, n) : kernel_gflops<half>(p.k, n);
-    std::printf("  %-30s %-4s %9.1f GFLOP/s = %5.2fx the %s f32 FMA peak\n", p.k.name, dtype_name(p.dt), gf,
+    std::printf("  %-30s %-4s %9.1f GFLOP/s = %5.2fx the %s f32 FMA peak", p.k.name, dtype_name(p.dt), gf,
                 gf / p.peak, p.needs == cpu::Isa::avx2 ? "AVX2" : "AVX-512");
+    if (p.needs == cpu::Isa::amx && peak_amx > 0) std::printf(" = %4.0f%% of the AMX bf16 peak", 100.0 * gf / peak_amx);
+    std::printf("\n");
   }
 }
 

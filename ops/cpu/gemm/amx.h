@@ -116,13 +116,29 @@ bool repack_b(const float* panel, int64_t kc, void* dst) {
   return ok;
 }
 
+// The tile unit is configured (LDTILECFG, every tile 16 rows of 64 bytes) at the start of
+// each engine task and released (TILERELEASE) at its end: the kernel's `begin` and `end`.
+// Configuring once per thread for good would break when other code on the thread (another
+// library's AMX kernels, a TILERELEASE) changes the configuration between two products.
+// The configuration lives in static storage: GCC 12 does not treat LDTILECFG's operand as
+// read, so the stores filling a stack copy were dropped and the instruction faulted on what
+// the stack held (found the first time the kernel ran on real tiles).
+template <class Tiles>
+void begin() {
+  static const TileConfig config = full_config();
+  Tiles::configure(config);
+}
+template <class Tiles>
+void end() {
+  Tiles::release();
+}
+
 // The micro-kernel: accumulator tiles 0-3 (C rows g, columns h at tile 2g + h), A tiles 4
 // and 5 (row groups), B tiles 6 and 7 (column groups). For an f16 split the four plane
 // products run as hi·hi, hi·lo, lo·lo, lo·hi so each step reloads only one operand pair.
-// The tile configuration is loaded once per thread (Tiles::configure_once).
+// The tile configuration is the one `begin` loaded.
 template <class Tiles, int Planes>
 void tile_kernel(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
-  Tiles::configure_once(full_config());
   const auto* pa = static_cast<const unsigned char*>(a);
   const auto* pb = static_cast<const unsigned char*>(b);
   const int64_t cs = ldc * 4;

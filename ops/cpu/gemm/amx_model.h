@@ -1,7 +1,11 @@
 // A scalar model of the AMX tile unit (8 tiles of 16 rows x 64 bytes, LDTILECFG,
 // TILELOADD/TILESTORED/TILEZERO, TDPBF16PS with its DAZ inputs, FTZ outputs and
 // round-to-nearest-even f32 sums), the `Tiles` interface amx::tile_kernel is written
-// against, so the AMX kernel runs, bit for bit as specified, on CPUs without AMX (tests).
+// against, so the AMX kernel runs, as the SDM's pseudocode specifies, on CPUs without AMX
+// (tests). The real unit is not bitwise this model: measured on a Xeon (2026-12-06), one k
+// pair gives acc + round(p0 + p1) (the pseudocode: round(round(acc + p0) + p1)), and the
+// pairs of one instruction are summed in an order none of the simple models reproduces;
+// both stay within the f32-accumulation bound the tests check against f64.
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -23,10 +27,15 @@ struct ModelTiles {
     return s;
   }
 
-  static void configure_once(const TileConfig& c) {
+  static void configure(const TileConfig& c) {
     State& s = state();
-    if (s.configured) return;
     s.cfg = c, s.configured = true, ++s.configures;
+  }
+  // TILERELEASE: the tiles return to their initial, unconfigured state.
+  static void release() {
+    State& s = state();
+    s.configured = false;
+    std::memset(s.t, 0, sizeof s.t);
   }
 
   // Rows and bytes per row of tile t as configured; using an unconfigured tile faults on

@@ -172,6 +172,7 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     // sums may then be f32 subnormals, which the tile unit would flush.
     char* on_exact = native ? grown(ws.on_exact, mp * np) : nullptr;
     if (native) std::fill_n(on_exact, mp * np, char(0));
+    if (kn.begin) kn.begin();
     if (K == 0) std::fill_n(pc, mp * MR * ldc, Acc(0));
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
@@ -201,6 +202,7 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
         }
       }
     }
+    if (kn.end) kn.end();
     store_tile(pc, ldc, m0, mn, n0, nn, out, ep);
   });
 }

@@ -34,6 +34,11 @@ struct Kernel {
   // The summation bound relative to the plain f32 chain: terms per product (4 for the f16
   // split), used by the first-use self-check.
   int terms = 1;
+  // A kernel on a unit with its own state (AMX: the tile configuration) claims it before a
+  // run of calls on one thread and gives it back after (the engine does so per task), so
+  // whatever else uses the unit on that thread between two products cannot break either.
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
 };
 
 // The portable tile: the same chain of fused multiply-adds as the AVX2 kernel, for any

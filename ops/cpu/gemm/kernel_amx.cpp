@@ -39,13 +39,8 @@ namespace {
   else op(7)
 
 struct HardwareTiles {
-  // LDTILECFG once per thread: the configuration stays loaded until this thread releases it.
-  static void configure_once(const amx::TileConfig& c) {
-    thread_local bool configured = false;
-    if (configured) return;
-    _tile_loadconfig(&c);
-    configured = true;
-  }
+  static void configure(const amx::TileConfig& c) { _tile_loadconfig(&c); }
+  static void release() { _tile_release(); }
   template <int T>
   static void zero() {
 #define HG_ZERO(n) _tile_zero(n)
@@ -80,6 +75,9 @@ struct HardwareTiles {
 void bf16_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
   amx::tile_kernel<HardwareTiles, 1>(kc, a, b, c, ldc, first, half);
 }
+
+void begin_fn() { amx::begin<HardwareTiles>(); }
+void end_fn() { amx::end<HardwareTiles>(); }
 
 void f16_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, bool first, bool half) {
   amx::tile_kernel<HardwareTiles, 2>(kc, a, b, c, ldc, first, half);
@@ -198,7 +196,7 @@ namespace hg::cpu::gemm {
 const Kernel<float>& amx_bf16_kernel() {
 #ifdef HG_GEMM_AMX
   static const Kernel<float> k{"amx bf16 32x32", amx::MR, amx::NR, bf16_fn, amx::panel_bytes<1>, repack_a_avx512<1>,
-                               repack_b_avx512<1>, 1};
+                               repack_b_avx512<1>, 1, begin_fn, end_fn};
 #else
   static const Kernel<float> k = avx2_kernel();
 #endif
@@ -208,7 +206,7 @@ const Kernel<float>& amx_bf16_kernel() {
 const Kernel<float>& amx_f16_kernel() {
 #ifdef HG_GEMM_AMX
   static const Kernel<float> k{"amx f16 (hi+lo bf16) 32x32", amx::MR, amx::NR, f16_fn, amx::panel_bytes<2>,
-                               repack_a_avx512<2>, repack_b_avx512<2>, 4};
+                               repack_a_avx512<2>, repack_b_avx512<2>, 4, begin_fn, end_fn};
 #else
   static const Kernel<float> k = avx2_kernel();
 #endif

@@ -20,9 +20,11 @@ void model_fn(int64_t kc, const void* a, const void* b, float* c, int64_t ldc, b
 
 using cpu::gemm::Kernel;
 using namespace cpu::gemm::amx;  // MR, NR, the layout functions
+inline void model_begin() { begin<ModelTiles>(); }
+inline void model_end() { end<ModelTiles>(); }
 inline const Kernel<float> kModelBf16{"amx bf16 on the model", MR, NR, model_fn<1>, panel_bytes<1>, repack_a<1>,
-                                      repack_b<1>, 1};
+                                      repack_b<1>, 1, model_begin, model_end};
 inline const Kernel<float> kModelF16{"amx f16 on the model", MR, NR, model_fn<2>, panel_bytes<2>, repack_a<2>,
-                                     repack_b<2>, 4};
+                                     repack_b<2>, 4, model_begin, model_end};
 
 }  // namespace hg::test_gemm
