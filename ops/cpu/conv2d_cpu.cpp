@@ -320,6 +320,43 @@ bool direct_wgrad_fits(const Geometry& g, int64_t chunks, int threads) {
   return g.G == 1 && tiles && (g.dw == 1 || g.S == 1);
 }
 
+// The weight gradient of f16/bf16 tensors where the engine multiplies them on a matrix unit
+// (AMX): per chunk of pixels and group, one engine product gw_chunk [Kg, RSCg] = gy^T (rows:
+// the group's filters, k: the chunk's pixels) · taps (rows: the RSCg taps, k: pixels, packed
+// by ConvTaps as for the outer-product driver), into the chunk's f32 partial; the partials
+// are summed in chunk order as on every other path. The chunks (and with them the results)
+// do not depend on the thread count. Measured on a Xeon with AMX (2026-12-06): see
+// docs/benchmark.md, kernel table.
+// Measured (one thread, bench/cpu_kernels, 3x3 layers): bf16 on AMX wins from 64 filters
+// (32->64 @16: 138 -> 178 GFLOP/s, 64->128 @8: 119 -> 220, 128->256 @4: 99 -> 159) and lost
+// below (16->16 @64: 107 -> 49, 32->32 @32: 121 -> 116: the f32 tiles' packing is cheaper for
+// few filters); f16 (four tile products per product) from 128 (64->128: 124 -> 152; 32->64
+// lost 124 -> 113).
+bool wgrad_unit_wins(const Geometry& g, const gemm::Kernel<float>& unit) {
+  return unit.repack_a != nullptr && g.Kg >= (unit.terms == 1 ? 64 : 128);
+}
+
+template <class T>
+void wgrad_on_unit(const Geometry& g, const Tensor& gyt, const Tensor& xt, const Tensor& gwt,
+                   const gemm::Kernel<float>& unit, int64_t chunk, int64_t chunks, float* part, int threads) {
+  const int64_t pixels = g.N * g.P * g.Q, wsize = g.K * g.RSCg;
+  const T* gy = gyt.data<T>();
+  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
+    parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
+      const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        gemm::ConvTaps<X> taps{forward_fields(g, x, grp)};
+        taps.m_base = m0;
+        const gemm::Matrix<T> filters{gy + m0 * g.K + grp * g.Kg, 1, g.K};  // (filter, pixel)
+        const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, DType::f32, 1, g.Kg, 0, 0, g.RSCg, 1};
+        gemm::run<float>(g.Kg, g.RSCg, len, filters, taps, o, gemm::Epilogue<float>{}, chunks > 1 ? 1 : threads,
+                         &unit);
+      }
+    });
+  });
+  sum_chunks(part, chunks, wsize, gwt);
+}
+
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
 // partials are summed in chunk order and rounded once. Each chunk is one product of the
 // outer-product driver (gemm/outer.h): per pixel, the group's filters of gy (broadcast rows)
@@ -334,6 +371,9 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   if (static_cast<int64_t>(partial.size()) < chunks * wsize) partial.resize(static_cast<size_t>(chunks * wsize));
   Acc* part = partial.data();
   const int threads = op_threads();
+  if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, float>)
+    if (const gemm::Kernel<float>& unit = gemm::kernel_for_values<T>(); wgrad_unit_wins(g, unit))
+      return wgrad_on_unit<T>(g, gyt, xt, gwt, unit, chunk, chunks, part, threads);
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_wgrad_fits(g, chunks, threads)) {
       const float* gy = activation<T>(gyt, 1);

@@ -145,6 +145,9 @@ TEST_CASE("conv kernels of f16/bf16 tensors on the AMX kernels (tile model) equa
       {{2, 9, 11, 4}, {6, 3, 3, 2}, {{2, 3}, {1, 2}, {2, 1}, 2}},
       {{2, 16, 16, 1}, {8, 3, 3, 1}, {{1, 1}, {1, 1}, {1, 1}, 1}},
       {{1, 12, 12, 40}, {33, 3, 3, 40}, {{1, 1}, {1, 1}, {1, 1}, 1}},  // K past one 32-wide step
+      // Weight gradients on the unit (from 64 filters a group in bf16, 128 in f16), in chunks
+      {{3, 20, 20, 2}, {130, 3, 3, 2}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {{2, 9, 11, 4}, {128, 3, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 2}},  // strided, dilated, 2 groups of 64
   };
   uint64_t seed = 80;
   for (DType dt : {f16, bf16}) {
@@ -175,10 +178,12 @@ TEST_CASE("conv2d adds its bias in the f32 sum and rounds once", "[conv2d][numer
 }
 
 TEST_CASE("conv kernels give bitwise the same results on 1 and 2 threads", "[conv2d][determinism]") {
-  // 6400 output pixels: the weight gradient sums 4 chunks.
-  const Case c{{4, 40, 40, 8}, {16, 3, 3, 8}, {{1, 1}, {1, 1}, {1, 1}, 1}};
-  for (DType dt : {f32, f16}) {
-    INFO(dtype_name(dt));
+  // 6400 output pixels: the weight gradient sums 4 chunks. 128 filters: on an AMX host the
+  // f16/bf16 weight gradient runs on the tile unit.
+  for (const Case& c : {Case{{4, 40, 40, 8}, {16, 3, 3, 8}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+                        Case{{2, 30, 30, 8}, {128, 3, 3, 8}, {{1, 1}, {1, 1}, {1, 1}, 1}}})
+  for (DType dt : {f32, f16, bf16}) {
+    INFO(dtype_name(dt) << " " << c.w[0] << " filters");
     Generator g(7);
     const Tensor x = randn(c.x, {dt}, &g), w = randn(c.w, {dt}, &g), gy = randn(out_shape(c), {dt}, &g);
     std::vector<uint8_t> runs[2][3];
