@@ -124,7 +124,7 @@ namespace {
 
 // Whether a CPU run's reduced-precision matrix products ran on a native unit: AMX tiles take
 // bf16, and f16 as exact bf16 hi + lo pairs (the GEMM engine picks them for matmul, linear,
-// and the convolutions' forward and input gradient); the AVX512_BF16 kernel takes bf16 where
+// and the larger convolutions); the AVX512_BF16 kernel takes bf16 where
 // it was chosen (where vdpbf16ps outpaces the f32 FMA). Everything else widens f16/bf16 to
 // f32 for the arithmetic.
 bool native_matrix_products(const RunResult& run) {
@@ -148,8 +148,9 @@ std::string cpu_path_text(const Report& r) {
   for (const RunResult& run : r.runs)
     if (run.device == "cpu" && !run.cpu_isa.empty())
       return "CPU kernel path " + run.cpu_isa +
-             (run.cpu_isa == "amx" ? " (bf16 and f16 matrix products of the forward and input gradient on AMX tiles, f16 "
-                                     "as exact bf16 hi + lo pairs; weight gradients and elementwise ops widened to f32)"
+             (run.cpu_isa == "amx" ? " (bf16 and f16 matrix products on AMX tiles, f16 as exact bf16 hi + lo pairs: the "
+                                     "forward and input gradient above 32 channels, the weight gradient from 64 (bf16) "
+                                     "or 128 (f16) filters; smaller layers and elementwise ops widened to f32)"
               : run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0
                   ? " (bf16 matrix products of the forward and input gradient on vdpbf16ps, measured at " +
                         fixed(run.cpu_dot_vs_fma, 2) +

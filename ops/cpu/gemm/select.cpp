@@ -1,7 +1,7 @@
 // The choice of micro-kernel per operand format on the current path, and the safety net:
-// the AVX-512 and AMX kernels cannot be run on the machines that build and test this
-// project, so on first use in a process each one is compared with the AVX2 kernel on a
-// small product and, if it disagrees, replaced by it with one warning.
+// the AVX-512 and AMX kernels have run on one CPU model each (CI machines have neither), so
+// on first use in a process each one is compared with the AVX2 kernel on a small product
+// and, if it disagrees, replaced by it with one warning.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
