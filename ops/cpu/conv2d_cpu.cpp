@@ -336,25 +336,37 @@ bool wgrad_unit_wins(const Geometry& g, const gemm::Kernel<float>& unit) {
   return unit.repack_a != nullptr && g.Kg >= (unit.terms == 1 ? 64 : 128);
 }
 
-template <class T>
-void wgrad_on_unit(const Geometry& g, const Tensor& gyt, const Tensor& xt, const Tensor& gwt,
-                   const gemm::Kernel<float>& unit, int64_t chunk, int64_t chunks, float* part, int threads) {
+// The weight gradient's chunks: for each chunk of pixels (in parallel, one thread each; or the
+// lone chunk with all threads) and group, product(taps, gy_offset, pixels, out, threads), where
+// taps are the chunk's im2col rows (ConvTaps, k = pixels), gy_offset the chunk's first gy value
+// of the group, out the chunk's partial [Kg, RSCg]; then the partials summed in chunk order.
+template <class T, class Acc, class Product>
+void wgrad_chunks(const Geometry& g, const Tensor& xt, const Tensor& gwt, int64_t chunk, int64_t chunks, Acc* part,
+                  int threads, Product&& product) {
   const int64_t pixels = g.N * g.P * g.Q, wsize = g.K * g.RSCg;
-  const T* gy = gyt.data<T>();
   with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
     parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
       const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
       for (int64_t grp = 0; grp < g.G; ++grp) {
         gemm::ConvTaps<X> taps{forward_fields(g, x, grp)};
         taps.m_base = m0;
-        const gemm::Matrix<T> filters{gy + m0 * g.K + grp * g.Kg, 1, g.K};  // (filter, pixel)
-        const gemm::Output o{part + c * wsize + grp * g.Kg * g.RSCg, DType::f32, 1, g.Kg, 0, 0, g.RSCg, 1};
-        gemm::run<float>(g.Kg, g.RSCg, len, filters, taps, o, gemm::Epilogue<float>{}, chunks > 1 ? 1 : threads,
-                         &unit);
+        product(taps, m0 * g.K + grp * g.Kg, len, part + c * wsize + grp * g.Kg * g.RSCg, chunks > 1 ? 1 : threads);
       }
     });
   });
   sum_chunks(part, chunks, wsize, gwt);
+}
+
+template <class T>
+void wgrad_on_unit(const Geometry& g, const Tensor& gyt, const Tensor& xt, const Tensor& gwt,
+                   const gemm::Kernel<float>& unit, int64_t chunk, int64_t chunks, float* part, int threads) {
+  const T* gy = gyt.data<T>();
+  wgrad_chunks<T>(g, xt, gwt, chunk, chunks, part, threads,
+                  [&](const auto& taps, int64_t off, int64_t len, float* out, int inner) {
+                    const gemm::Matrix<T> filters{gy + off, 1, g.K};  // (filter, pixel)
+                    const gemm::Output o{out, DType::f32, 1, g.Kg, 0, 0, g.RSCg, 1};
+                    gemm::run<float>(g.Kg, g.RSCg, len, filters, taps, o, gemm::Epilogue<float>{}, inner, &unit);
+                  });
 }
 
 // gw [Kg, RSCg] = gy^T · im2col(x) per group, in fixed chunks of pixels; the chunks' f32
@@ -407,20 +419,11 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
     kn = &gemm::outer_kernel_for(g.Kg, g.RSCg);
   // gy is packed once per column block, each value read once: widened as it is packed.
   const T* gy = gyt.data<T>();
-  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
-    // Chunks in parallel, one thread each; or the one chunk's columns split among the threads.
-    parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
-      const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
-      for (int64_t grp = 0; grp < g.G; ++grp) {
-        gemm::ConvTaps<X> taps{forward_fields(g, x, grp)};
-        taps.m_base = m0;
-        const gemm::ColumnRuns<T> gy_filters{gy + m0 * g.K + grp * g.Kg, g.K};  // rows: filters; k: pixels
-        gemm::run_outer<Acc>(g.Kg, g.RSCg, len, gy_filters, taps, part + c * wsize + grp * g.Kg * g.RSCg, g.RSCg,
-                             chunks > 1 ? 1 : threads, *kn);
-      }
-    });
-  });
-  sum_chunks(part, chunks, wsize, gwt);
+  wgrad_chunks<T>(g, xt, gwt, chunk, chunks, part, threads,
+                  [&](const auto& taps, int64_t off, int64_t len, Acc* out, int inner) {
+                    const gemm::ColumnRuns<T> gy_filters{gy + off, g.K};  // rows: filters; k: pixels
+                    gemm::run_outer<Acc>(g.Kg, g.RSCg, len, gy_filters, taps, out, g.RSCg, inner, *kn);
+                  });
 }
 
 void conv2d_forward_cpu(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Conv2dOptions& p) {
