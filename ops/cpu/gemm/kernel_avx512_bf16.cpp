@@ -69,6 +69,10 @@ bool pairs_b(const float* panel, int64_t kc, void* dst) {
 #ifdef HG_GEMM_AVX512_BF16
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")
+// GCC 12's _mm512_reduce_add_ps starts from a deliberately undefined register (`__Y = __Y`).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace hg::cpu::gemm {
 namespace {
@@ -135,6 +139,7 @@ double fma_burst(int64_t iters) {
 }  // namespace
 }  // namespace hg::cpu::gemm
 
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 
@@ -170,6 +175,7 @@ double measure_dot_vs_fma() {
   }
   static volatile double keep;  // the bursts' results are used: the compiler keeps them
   keep = sink;
+  (void)keep;
   return 2.0 * best_fma / best_dot;
 #else
   return 0;
