@@ -320,14 +320,8 @@ bool direct_wgrad_fits(const Geometry& g, int64_t chunks, int threads) {
   return g.G == 1 && tiles && (g.dw == 1 || g.S == 1);
 }
 
-// The weight gradient of f16/bf16 tensors where the engine multiplies them on a matrix unit
-// (AMX): per chunk of pixels and group, one engine product gw_chunk [Kg, RSCg] = gy^T (rows:
-// the group's filters, k: the chunk's pixels) · taps (rows: the RSCg taps, k: pixels, packed
-// by ConvTaps as for the outer-product driver), into the chunk's f32 partial; the partials
-// are summed in chunk order as on every other path. The chunks (and with them the results)
-// do not depend on the thread count. Measured on a Xeon with AMX (2026-12-06): see
-// docs/benchmark.md, kernel table.
-// Measured (one thread, bench/cpu_kernels, 3x3 layers): bf16 on AMX wins from 64 filters
+// Whether the weight gradient goes to the matrix unit (wgrad_on_unit). Measured on a Xeon with
+// AMX (2026-12-06; one thread, bench/cpu_kernels, 3x3 layers): bf16 on AMX wins from 64 filters
 // (32->64 @16: 138 -> 178 GFLOP/s, 64->128 @8: 119 -> 220, 128->256 @4: 99 -> 159) and lost
 // below (16->16 @64: 107 -> 49, 32->32 @32: 121 -> 116: the f32 tiles' packing is cheaper for
 // few filters); f16 (four tile products per product) from 128 (64->128: 124 -> 152; 32->64
@@ -357,6 +351,12 @@ void wgrad_chunks(const Geometry& g, const Tensor& xt, const Tensor& gwt, int64_
   sum_chunks(part, chunks, wsize, gwt);
 }
 
+// The weight gradient of f16/bf16 tensors where the engine multiplies them on a matrix unit
+// (AMX): per chunk of pixels and group, one engine product gw_chunk [Kg, RSCg] = gy^T (rows:
+// the group's filters, k: the chunk's pixels) · taps (rows: the RSCg taps, k: pixels, packed
+// by ConvTaps as for the outer-product driver), into the chunk's f32 partial; the partials
+// are summed in chunk order as on every other path. The chunks (and with them the results)
+// do not depend on the thread count. See docs/benchmark.md, kernel table.
 template <class T>
 void wgrad_on_unit(const Geometry& g, const Tensor& gyt, const Tensor& xt, const Tensor& gwt,
                    const gemm::Kernel<float>& unit, int64_t chunk, int64_t chunks, float* part, int threads) {
