@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/conv2d_kernels.h"
+#include "ops/cpu/conv2d_amx.h"
 #include "ops/cpu/conv2d_direct.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/gemm/outer.h"
@@ -163,11 +164,50 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
   direct::run(plan, gemm::Output{yt.data<T>(), yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1}, ep);
 }
 
+// The direct AMX convolution (conv2d_amx.h) for f16/bf16 tensors: one group, unit strides
+// and column dilation, on a CPU whose tile unit passed its self-check; `channels` are the
+// image's the tiles read (the forward's input channels, the input gradient's filters).
+// Chosen where measured to win (Xeon with AMX, 2026-12-06, bench/conv_wgrad --width 16, 2
+// threads): rows of at least 16 pixels (below, most of a 64-pixel block is padding: 3x3
+// 128->128 @8 bf16 forward 0.27 -> 0.31 ms, @4 0.18 -> 0.62) and at least 48 values per
+// kernel row (bf16 3x3 16->16 @64 0.64 -> 0.44 ms, 32->32 @32 0.48 -> 0.21, 1x1 64->32
+// @32 0.164 -> 0.155; 1x1 32->16 @64 lost 0.31 -> 0.38, the first layer's 3 values per row
+// 0.10 -> 0.22), and at least 16 filters (a tile's width: the first layer's input gradient,
+// one filter, 0.14 -> 0.42 ms). f16 multiplies four plane pairs: it wins from 96 values per row of a 3x3
+// kernel (32->32 @32 0.44 -> 0.38 ms, 64->64 @16 0.53 -> 0.37) and lost with 48 (16->16 @64
+// 0.59 -> 0.69) and on 1x1 kernels (64->32 @32 0.15 -> 0.34: the split costs more than it saves).
+template <class T>
+constexpr bool on_tiles_type() {
+  return std::is_same_v<T, bfloat16> || std::is_same_v<T, half>;
+}
+template <class T>
+bool amx_wins(const Geometry& g, int64_t channels, int64_t filters, int64_t row_pixels) {
+  if (row_pixels < 16 || filters < 16) return false;
+  if constexpr (std::is_same_v<T, half>) return g.R * g.S > 1 && g.S * channels >= 96;
+  return g.S * channels >= 48;
+}
+template <class T>
+bool amx_forward_fits(const Geometry& g) {
+  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wins<T>(g, g.C, g.K, g.Q) && amx_conv::available();
+}
+template <class T>
+bool amx_dgrad_fits(const Geometry& g) {
+  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && (g.R - 1) * g.dh >= g.ph && g.S - 1 >= g.pw &&
+         amx_wins<T>(g, g.K, g.C, g.W) && amx_conv::available();
+}
+amx_conv::Shape amx_shape(const Geometry& g) {
+  return {g.N, g.H, g.W, g.C, g.K, g.R, g.S, g.P, g.Q, g.ph, g.pw, g.dh};
+}
+
 template <class T>
 void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const Tensor& yt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
   const Geometry g = geometry(xt, wt, yt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
+  if constexpr (on_tiles_type<T>())
+    if (amx_forward_fits<T>(g) && amx_conv::forward<T>(amx_shape(g), xt.data<T>(), wt.data<T>(),
+                                                    b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads()))
+      return;
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_forward_fits(g))
       return direct_forward<T>(g, xt.data<T>(), wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
@@ -245,6 +285,10 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
   const Geometry g = geometry(gxt, wt, gyt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
   const T* w = wt.data<T>();
+  if constexpr (on_tiles_type<T>())
+    if (amx_dgrad_fits<T>(g) && amx_conv::dgrad<T>(amx_shape(g), gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(),
+                                                gxt.data<T>(), op_threads()))
+      return;
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(), gxt);
   std::vector<int64_t> koff;

@@ -6,9 +6,10 @@
 // bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
 // One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors).
 // The direct weight gradient (up to 8, 16, and on AVX-512 32-64 filters) likewise equals the
-// outer-product driver's. On an AMX host the engine multiplies f16/bf16 on the tile unit (its
-// own summation order), so there the 72-channel reference runs on the AVX-512 path, whose f32
-// chain is the one the direct tiles must reproduce.
+// outer-product driver's. On an AMX host f16/bf16 convolutions run on the tile unit (its own
+// summation order: conv2d_amx.h, tested in test_conv2d_amx.cpp), so there the forward and
+// input-gradient cases run on the AVX-512 path, whose direct tiles and engine are the f32
+// chains compared here.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -49,7 +50,7 @@ Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv
   return y;
 }
 
-// While alive, the engine runs the f32 FMA chain (on an AMX host: the AVX-512 path).
+// While alive, convolutions run the f32 FMA chains (on an AMX host: the AVX-512 path).
 struct ChainEngine {
   std::optional<ForceIsa> force;
   ChainEngine() {
@@ -71,6 +72,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 TEST_CASE("conv2d direct forward: 1, 2, 4, 8, 16 (and on AVX-512 32) filters equal the engine's first of 72, "
           "bit for bit",
           "[conv2d][direct]") {
+  ChainEngine chain;
   for (const Case& c : kCases)
     for (DType dt : {f32, f16, bf16})
       for (bool bias : {false, true}) {
@@ -80,11 +82,7 @@ TEST_CASE("conv2d direct forward: 1, 2, 4, 8, 16 (and on AVX-512 32) filters equ
         Generator g(41);
         const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w72 = randn({72, c.R, c.R, c.C}, {dt}, &g);
         const Tensor b72 = bias ? randn({72}, {dt}, &g) : Tensor();
-        Tensor all;
-        {
-          ChainEngine chain;
-          all = run_forward(x, w72, b72, c.p);
-        }
+        const Tensor all = run_forward(x, w72, b72, c.p);
         for (int64_t F : {1, 2, 4, 8, 16, 32}) {  // 1, 2: pixels in lanes; 4: a head's classes, padded to 8
           INFO(F << " filters");
           const Tensor wf = w72.narrow(0, 0, F).contiguous(), bf = bias ? b72.narrow(0, 0, F).contiguous() : Tensor();
@@ -107,6 +105,7 @@ TEST_CASE("conv2d direct forward: 1, 2, 4, 8, 16 (and on AVX-512 32) filters equ
 TEST_CASE("conv2d direct input gradient: 1, 2, 8, 16 (and on AVX-512 32) input channels equal the engine's "
           "first of 72, bit for bit",
           "[conv2d][direct]") {
+  ChainEngine chain;
   for (const Case& c : kCases) {
     if (c.p.stride[0] != 1) continue;  // the direct input gradient is stride 1 only
     for (DType dt : {f32, f16, bf16}) {
@@ -118,10 +117,7 @@ TEST_CASE("conv2d direct input gradient: 1, 2, 8, 16 (and on AVX-512 32) input c
       const Tensor y = run_forward(zeros({c.N, c.H, c.W, 72}, {dt}), w72, Tensor(), c.p);
       const Tensor gy = randn(y.shape(), {dt}, &g);
       Tensor gx72 = empty({c.N, c.H, c.W, 72}, {dt});
-      {
-        ChainEngine chain;
-        conv2d_dgrad_stub(Device::cpu(), gy, w72, Tensor(), gx72, c.p);
-      }
+      conv2d_dgrad_stub(Device::cpu(), gy, w72, Tensor(), gx72, c.p);
       for (int64_t F : {1, 2, 8, 16, 32}) {  // 1: the image's one channel, 2: pixels in lanes too
         INFO(F << " input channels");
         Tensor gxf = empty({c.N, c.H, c.W, F}, {dt});

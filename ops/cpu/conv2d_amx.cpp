@@ -1,0 +1,242 @@
+// The direct AMX convolution (conv2d_amx.h) on the real tile unit, its entry points and its
+// first-use self-check. The kernels compile in an AMX target region (the library stays
+// x86-64-v3) and run only when isa() == amx.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "framework/cpu/isa.h"
+#include "framework/dtype.h"
+#include "ops/cpu/gemm/engine.h"
+#include "ops/cpu/loops.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("amx-tile,amx-bf16")
+// As in kernel_amx.cpp: amx.h and the kernel templates compile here, so the tile
+// instructions inline; none of their code uses AVX-512.
+#include "ops/cpu/conv2d_amx.h"
+#include "ops/cpu/gemm/amx_hardware.h"
+
+namespace hg::cpu::amx_conv {
+namespace {
+template <int Planes>
+void run_tiles(const Plan& pl, const gemm::Output& out, const gemm::Epilogue<float>& ep, int threads) {
+  run<amx::HardwareTiles, Planes>(pl, out, ep, threads);
+}
+}  // namespace
+}  // namespace hg::cpu::amx_conv
+#pragma GCC pop_options
+#define HG_CONV_AMX 1
+#else
+#include "ops/cpu/conv2d_amx.h"
+#endif
+
+#if defined(__x86_64__)
+// The row conversions with AVX-512 (every AMX CPU has it): the same bits and verdicts as the
+// scalar ones below, 32 bf16 or 16 f16 values per step.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace hg::cpu::amx_conv {
+namespace {
+
+bool bf16_rows_avx512(const bfloat16* src, int64_t n, uint16_t* dst) {
+  const __m512i mask = _mm512_set1_epi16(0x7FFF), low = _mm512_set1_epi16(0x2380), inf = _mm512_set1_epi16(0x7F80);
+  __mmask32 bad = 0;
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 live = n - i >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << (n - i)) - 1);
+    const __m512i v = _mm512_maskz_loadu_epi16(live, src + i);
+    _mm512_mask_storeu_epi16(dst + i, live, v);
+    const __m512i mag = _mm512_and_si512(v, mask);
+    bad |= _mm512_test_epi16_mask(mag, mag) & (_mm512_cmplt_epu16_mask(mag, low) | _mm512_cmpge_epu16_mask(mag, inf));
+  }
+  return bad == 0;
+}
+
+bool f16_rows_avx512(const half* src, int64_t n, uint16_t* hi_out, uint16_t* lo_out) {
+  const __m256i exp = _mm256_set1_epi16(0x7C00);
+  const __m512i top = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), one = _mm512_set1_epi32(1),
+                half_ulp = _mm512_set1_epi32(0x7FFF);
+  __mmask16 bad = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m256i h = _mm256_maskz_loadu_epi16(live, src + i);
+    bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, exp), exp);  // inf or NaN
+    const __m512 x = _mm512_cvtph_ps(h);
+    const __m512i u = _mm512_castps_si512(x);
+    // hi = the bf16 nearest x (ties to even), lo = x - hi: exact for an f16 x (amx.h).
+    const __m512i hi = _mm512_and_si512(
+        _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), one), half_ulp)), top);
+    const __m512 lo = _mm512_sub_ps(x, _mm512_castsi512_ps(hi));
+    _mm256_mask_storeu_epi16(hi_out + i, live, _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16)));
+    _mm256_mask_storeu_epi16(lo_out + i, live, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(lo), 16)));
+  }
+  return bad == 0;
+}
+
+}  // namespace
+}  // namespace hg::cpu::amx_conv
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+namespace hg::cpu::amx_conv {
+
+template <>
+bool to_planes<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]) {
+#if defined(__x86_64__)
+  if (features().avx512bw) return bf16_rows_avx512(src, n, dst[0]);
+#endif
+  unsigned bad = 0;
+  for (int64_t i = 0; i < n; ++i) dst[0][i] = src[i].bits, bad |= !bf16_safe(src[i].bits);
+  return bad == 0;
+}
+
+template <>
+bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]) {
+#if defined(__x86_64__)
+  if (features().avx512bw && features().avx512vl) return f16_rows_avx512(src, n, dst[0], dst[1]);
+#endif
+  bool ok = true;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t v[2];
+    amx::split<2>(static_cast<float>(src[i]), v, ok);
+    dst[0][i] = v[0], dst[1][i] = v[1];
+  }
+  return ok;
+}
+
+namespace {
+
+// The weights w (n values of T) in planes, reused per thread; false when one is not exact on
+// the unit.
+template <class T>
+bool weight_planes(const T* w, int64_t n, const uint16_t* planes[2]) {
+  thread_local std::vector<uint16_t> buf;
+  buf.resize(static_cast<size_t>(2 * n));
+  uint16_t* dst[2] = {buf.data(), buf.data() + n};
+  planes[0] = dst[0], planes[1] = dst[1];
+  return to_planes(w, n, dst);
+}
+
+template <class T>
+void run_plan(const Plan& pl, const Shape& s, int64_t F, T* y, const float* bias, int threads) {
+  const gemm::Output out{y, dtype_of<T>::value, s.P, s.Q, s.P * s.Q * F, s.Q * F, F, 1};
+  gemm::Epilogue<float> ep;
+  ep.bias = bias;
+#ifdef HG_CONV_AMX
+  run_tiles<planes_of<T>()>(pl, out, ep, threads);
+#else
+  (void)pl, (void)out, (void)ep, (void)threads;
+  HG_CHECK(false, "conv2d on AMX tiles: not built for this CPU");
+#endif
+}
+
+// Forward on a small convolution (odd channels: partial k steps; 20 filters: both block
+// shapes; padding) against an f64 sum, within the bound of f32 accumulation (4 terms per
+// product for the f16 split): a unit that sums wrongly, reads the wrong rows or drops a
+// plane fails it.
+template <class T>
+bool check() {
+  const Shape s{2, 9, 11, 5, 20, 3, 3, 9, 11, 1, 1, 1};
+  std::vector<T> x(static_cast<size_t>(s.N * s.H * s.W * s.C)), w(static_cast<size_t>(s.K * s.R * s.S * s.C));
+  uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<double>(seed >> 8) / 16777216.0 - 0.5;
+  };
+  for (T& v : x) v = store<T>(8.0 * next());
+  for (T& v : w) v = store<T>(next() / 3.0);
+  std::vector<float> bias(static_cast<size_t>(s.K), 0.25f);
+  std::vector<T> yt(static_cast<size_t>(s.N * s.P * s.Q * s.K));
+  if (!forward<T>(s, x.data(), w.data(), bias.data(), yt.data(), 1)) return false;
+  const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, acc = 0x1p-24 * s.R * s.S * s.C * 8;
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t p = 0; p < s.P; ++p)
+      for (int64_t q = 0; q < s.Q; ++q)
+        for (int64_t k = 0; k < s.K; ++k) {
+          double sum = bias[static_cast<size_t>(k)], mag = std::fabs(sum);
+          for (int64_t r = 0; r < s.R; ++r)
+            for (int64_t t = 0; t < s.S; ++t)
+              for (int64_t c = 0; c < s.C; ++c) {
+                const int64_t h = p - s.ph + r * s.dh, v = q - s.pw + t;
+                if (h < 0 || h >= s.H || v < 0 || v >= s.W) continue;
+                const double a = load(x[static_cast<size_t>(((n * s.H + h) * s.W + v) * s.C + c)]);
+                const double b = load(w[static_cast<size_t>(((k * s.R + r) * s.S + t) * s.C + c)]);
+                sum += a * b, mag += std::fabs(a * b);
+              }
+          const double got = load(yt[static_cast<size_t>(((n * s.P + p) * s.Q + q) * s.K + k)]);
+          if (!(std::fabs(got - sum) <= u * std::fabs(sum) + acc * mag + 1e-30)) return false;
+        }
+  return true;
+}
+
+std::once_flag g_once;
+std::atomic<bool> g_ok{false};
+
+}  // namespace
+
+bool available() {
+  if (isa() != Isa::amx) return false;
+#ifdef HG_CONV_AMX
+  std::call_once(g_once, [] {
+    const bool ok = check<bfloat16>() && check<half>();
+    if (!ok)
+      std::fprintf(stderr,
+                   "halfgrad: the AMX convolution failed its self-check on this CPU; convolutions use the GEMM "
+                   "engine instead\n");
+    g_ok = ok;
+  });
+  return g_ok.load();
+#else
+  return false;
+#endif
+}
+
+template <class T>
+bool forward(const Shape& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+  thread_local Image img;
+  const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
+  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
+  thread_local Plan pl;
+  pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.K;
+  const int64_t RSC = s.R * s.S * s.C, SC = s.S * s.C;
+  const uint16_t* wp[2];
+  if (!weight_planes(w, s.K * RSC, wp)) return false;
+  pack_weights(pl, wp, RSC, [&](int64_t r, int64_t e) { return r * SC + e; });
+  run_plan(pl, s, s.K, y, bias, threads);
+  return true;
+}
+
+template <class T>
+bool dgrad(const Shape& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+  thread_local Image img;
+  const int64_t top = (s.R - 1) * s.dh - s.ph, left = (s.S - 1) - s.pw;
+  if (!pad_image(img, gy, s.N, s.P, s.Q, s.K, top, left, s.H + (s.R - 1) * s.dh, s.W + s.S - 1)) return false;
+  thread_local Plan pl;
+  pl.img = &img, pl.P = s.H, pl.Q = s.W, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.C;
+  // Filter c, kernel row r, value e = s'*K + k of the flipped kernel: w[k, R-1-r, S-1-s', c].
+  const uint16_t* wp[2];
+  if (!weight_planes(w, s.K * s.R * s.S * s.C, wp)) return false;
+  pack_weights(pl, wp, 1, [&](int64_t r, int64_t e) {
+    const int64_t ss = e / s.K, k = e % s.K;
+    return ((k * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)) * s.C;
+  });
+  const Shape out{s.N, s.P, s.Q, s.K, s.C, s.R, s.S, s.H, s.W, 0, 0, s.dh};  // gx is the "output"
+  run_plan(pl, out, s.C, gx, bias, threads);
+  return true;
+}
+
+template bool forward<bfloat16>(const Shape&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool forward<half>(const Shape&, const half*, const half*, const float*, half*, int);
+template bool dgrad<bfloat16>(const Shape&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool dgrad<half>(const Shape&, const half*, const half*, const float*, half*, int);
+
+}  // namespace hg::cpu::amx_conv

@@ -1,0 +1,241 @@
+// Direct convolution on the AMX tile unit for bf16 (and f16, as exact hi + lo bf16 planes):
+// the tiles read the image itself, so nothing is packed per product. With unit column stride
+// and dilation, a kernel row's taps of one output pixel are S*C consecutive values of the
+// zero-padded NHWC image, and the next pixel's start C values later: an A tile (16 pixels x
+// 32 of those values) is one TILELOADD from the image with a row stride of C values. Output
+// pixels are numbered over the padded grid (m = p*Wp + q within an image), so 16 consecutive
+// m are 16 equally spaced tile rows even across output rows; the m with q >= Q are computed
+// and dropped. A run of S*C values not a multiple of 32 ends in a partial step whose extra
+// values (the next pixel's) meet zero weights: exact, because the image is used only when
+// every value is finite and not below AMX's exact range (amx::amx_safe); otherwise the
+// caller takes another path. Written against amx.h's `Tiles`, so the model (amx_model.h)
+// runs it on any CPU. The unit sums the products of one step in its own order: results are
+// within the f32-accumulation bound of the exact sum, not bitwise the engine's.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "framework/dtype.h"
+#include "ops/cpu/gemm/amx.h"
+#include "ops/cpu/gemm/engine.h"
+#include "ops/cpu/loops.h"
+
+namespace hg::cpu::amx_conv {
+
+namespace amx = gemm::amx;
+constexpr int64_t kTile = amx::kRows * amx::kK;  // bf16 values per operand tile (1 KiB)
+
+// bf16 bits that AMX multiplies exactly (amx::amx_safe for a bf16 value): zero, or finite
+// and at least 2^-56 in magnitude.
+inline bool bf16_safe(uint16_t h) {
+  const uint16_t mag = h & 0x7FFFu;
+  return mag == 0 || (mag >= 0x2380u && mag < 0x7F80u);
+}
+
+template <class T>
+constexpr int planes_of() {
+  return std::is_same_v<T, bfloat16> ? 1 : 2;
+}
+
+// n values of T into `planes_of<T>()` rows of bf16 bits (bf16: its bits; f16: hi + lo, both
+// exact, as amx::split); false when one is not a value the unit multiplies exactly (a bf16
+// below 2^-56 or not finite; a non-finite f16). AVX-512 where the CPU has it (conv2d_amx.cpp).
+template <class T>
+bool to_planes(const T* src, int64_t n, uint16_t* const dst[2]);
+template <>
+bool to_planes<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]);
+template <>
+bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]);
+
+// The zero-padded image the tiles read: `planes` planes of bf16 bits, each [N][Hp][Wp][C]
+// followed by `slack` zeros (a tile row past the last pixel stays inside).
+struct Image {
+  std::vector<uint16_t> storage;
+  int64_t N = 0, Hp = 0, Wp = 0, C = 0, plane = 0;
+  int planes = 1;
+  const uint16_t* data(int p) const { return storage.data() + p * plane; }
+};
+
+// img = x [N, H, W, C] with `top` / `left` zero rows / columns before and as many after as
+// make it Hp x Wp, in T's planes. False when a value is not one the unit multiplies exactly.
+template <class T>
+bool pad_image(Image& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top, int64_t left,
+               int64_t Hp, int64_t Wp) {
+  constexpr int P = planes_of<T>();
+  img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C, img.planes = P;
+  const int64_t slack = 128 * C + 4 * Wp * C + 256;
+  img.plane = N * Hp * Wp * C + slack;
+  img.storage.assign(static_cast<size_t>(img.plane * P), 0);
+  const int64_t rows = N * Hp, row = Wp * C, w_in = std::min(W, Wp - left);
+  std::vector<char> bad(static_cast<size_t>(rows), 0);
+  parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
+    const int64_t n = r / Hp, h = r % Hp - top;
+    if (h < 0 || h >= H) return;
+    const T* src = x + (n * H + h) * W * C;
+    uint16_t* const dst[2] = {img.storage.data() + r * row + left * C,
+                              P == 2 ? img.storage.data() + img.plane + r * row + left * C : nullptr};
+    const bool ok = to_planes(src, w_in * C, dst);
+    bad[static_cast<size_t>(r)] = !ok;
+  });
+  return std::find(bad.begin(), bad.end(), 1) == bad.end();
+}
+
+// A stride-1 convolution of an Image: out[n, p, q, f] = epilogue(sum over kernel rows r and
+// values e < S*C of img[n, p + r*dh, q, e] * weight(f, r, e)), where img[.., q, e] is the
+// value e past pixel q's first (tap e / C, channel e % C).
+struct Plan {
+  const Image* img = nullptr;
+  int64_t P = 0, Q = 0, R = 1, S = 1, dh = 1;
+  int64_t F = 0, groups = 0;  // filters; groups of 16 (the last zero-padded)
+  int64_t steps = 0;          // k steps of 32 values per kernel row: ceil(S*C / 32)
+  std::vector<uint16_t> wt;   // B tiles [group][r][step][plane], VNNI: row i = values (2i, 2i + 1)
+
+  int64_t b_at(int64_t g, int64_t r, int64_t s, int p) const { return (((g * R + r) * steps + s) * img->planes + p) * kTile; }
+  const uint16_t* b_tile(int64_t g, int64_t r, int64_t s, int p) const { return wt.data() + b_at(g, r, s, p); }
+};
+
+// Fills plan.wt from the weights converted to planes: value (f, r, e) of plane p is
+// w[p][at(r, e) + f * fs] (at: an offset per kernel row and value; fs: the filter stride).
+// Sizes (R, S, F, img) must be set.
+template <class At>
+void pack_weights(Plan& pl, const uint16_t* const w[2], int64_t fs, At&& at) {
+  const int P = pl.img->planes;
+  const int64_t SC = pl.S * pl.img->C;
+  pl.groups = (pl.F + 15) / 16, pl.steps = (SC + amx::kK - 1) / amx::kK;
+  pl.wt.assign(static_cast<size_t>(pl.groups * pl.R * pl.steps * P * kTile), 0);
+  for (int64_t g = 0; g < pl.groups; ++g)
+    for (int64_t r = 0; r < pl.R; ++r)
+      for (int64_t s = 0; s < pl.steps; ++s)
+        for (int p = 0; p < P; ++p) {
+          uint16_t* tile = pl.wt.data() + pl.b_at(g, r, s, p);
+          const int64_t nf = std::min<int64_t>(16, pl.F - g * 16);
+          for (int64_t i = 0; i < amx::kK && s * amx::kK + i < SC; ++i) {
+            const uint16_t* src = w[p] + at(r, s * amx::kK + i) + g * 16 * fs;
+            uint16_t* d = tile + (i / 2) * 32 + i % 2;
+            for (int64_t n = 0; n < nf; ++n) d[n * 2] = src[n * fs];
+          }
+        }
+}
+
+// MG x FG accumulator tiles (MG*16 pixels from flat pixel m0 by FG*16 filters from group g0)
+// into c (row stride ldc floats). Tiles 0-3 accumulate (tile mg*FG + fg), 4-5 hold A (image
+// rows), 6-7 B (weights). With f16 planes each step multiplies hi·hi, hi·lo, lo·hi, lo·lo.
+template <class Tiles, int Planes, int MG, int FG>
+void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
+  static_assert(MG * FG == 4);
+  const Image& im = *pl.img;
+  const int64_t C = im.C, sa = C * 2, row = pl.dh * im.Wp * C;
+  Tiles::template zero<0>(), Tiles::template zero<1>(), Tiles::template zero<2>(), Tiles::template zero<3>();
+  for (int64_t r = 0; r < pl.R; ++r)
+    for (int64_t s = 0; s < pl.steps; ++s) {
+      const int64_t a_off = m0 * C + r * row + s * amx::kK;
+      if constexpr (MG == 2) {  // 2 x 2: each A and B tile used twice
+        constexpr int kSteps = Planes == 1 ? 1 : 4;
+        constexpr int kPlaneA[4] = {0, 0, 1, 1}, kPlaneB[4] = {0, 1, 1, 0};
+        for (int st = 0; st < kSteps; ++st) {
+          if (st == 0 || kPlaneA[st] != kPlaneA[st - 1]) {
+            const uint16_t* a = im.data(kPlaneA[st]) + a_off;
+            Tiles::template load<4>(a, sa), Tiles::template load<5>(a + 16 * C, sa);
+          }
+          if (st == 0 || kPlaneB[st] != kPlaneB[st - 1]) {
+            Tiles::template load<6>(pl.b_tile(g0, r, s, kPlaneB[st]), 64);
+            Tiles::template load<7>(pl.b_tile(g0 + 1, r, s, kPlaneB[st]), 64);
+          }
+          Tiles::template dot<0, 4, 6>(), Tiles::template dot<1, 4, 7>();
+          Tiles::template dot<2, 5, 6>(), Tiles::template dot<3, 5, 7>();
+        }
+      } else {  // 4 x 1: one B tile (per plane) for four pixel groups
+        Tiles::template load<6>(pl.b_tile(g0, r, s, 0), 64);
+        if constexpr (Planes == 2) Tiles::template load<7>(pl.b_tile(g0, r, s, 1), 64);
+        auto group = [&]<int T, int A>() {
+          Tiles::template load<A>(im.data(0) + a_off + T * 16 * C, sa);
+          Tiles::template dot<T, A, 6>();
+          if constexpr (Planes == 2) {
+            Tiles::template dot<T, A, 7>();
+            Tiles::template load<A>(im.data(1) + a_off + T * 16 * C, sa);
+            Tiles::template dot<T, A, 6>(), Tiles::template dot<T, A, 7>();
+          }
+        };
+        group.template operator()<0, 4>(), group.template operator()<1, 5>();
+        group.template operator()<2, 4>(), group.template operator()<3, 5>();
+      }
+    }
+  const int64_t cs = ldc * 4;
+  float* c0 = c + g0 * 16;
+  if constexpr (MG == 2) {
+    Tiles::template store<0>(c0, cs), Tiles::template store<1>(c0 + 16, cs);
+    Tiles::template store<2>(c0 + 16 * ldc, cs), Tiles::template store<3>(c0 + 16 * ldc + 16, cs);
+  } else {
+    Tiles::template store<0>(c0, cs), Tiles::template store<1>(c0 + 16 * ldc, cs);
+    Tiles::template store<2>(c0 + 32 * ldc, cs), Tiles::template store<3>(c0 + 48 * ldc, cs);
+  }
+}
+
+// Pixels per block: 64 (four 16-pixel tiles, or two blocks of two).
+constexpr int64_t kBlock = 64;
+
+// Runs the plan: per image, the flat pixels [0, (P-1)*Wp + Q) in blocks of 64, blocks split
+// among `threads` (each output's sum is computed whole by one block: no dependence on the
+// thread count); each block's valid pixels (q < Q) go through the engine's epilogue store,
+// output pixel (n, p, q) being row (n*P + p)*Q + q of `out`.
+template <class Tiles, int Planes>
+void run(const Plan& pl, const gemm::Output& out, const gemm::Epilogue<float>& ep, int threads) {
+  const Image& im = *pl.img;
+  const int64_t Wp = im.Wp, Mi = (pl.P - 1) * Wp + pl.Q, blocks = (Mi + kBlock - 1) / kBlock;
+  const int64_t ldc = pl.groups * 16, per_task = 4;
+  const int64_t tasks_per_image = (blocks + per_task - 1) / per_task, tasks = im.N * tasks_per_image;
+  parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t t) {
+    thread_local std::vector<float> cbuf;
+    if (static_cast<int64_t>(cbuf.size()) < kBlock * ldc) cbuf.resize(static_cast<size_t>(kBlock * ldc));
+    float* c = cbuf.data();
+    const int64_t n = t / tasks_per_image, b0 = (t % tasks_per_image) * per_task;
+    amx::begin<Tiles>();
+    for (int64_t b = b0; b < std::min(blocks, b0 + per_task); ++b) {
+      const int64_t m_local = b * kBlock, m0 = n * im.Hp * Wp + m_local;
+      int64_t g = 0;
+      for (; g + 2 <= pl.groups; g += 2) {
+        block<Tiles, Planes, 2, 2>(pl, m0, g, c, ldc);
+        block<Tiles, Planes, 2, 2>(pl, m0 + 32, g, c + 32 * ldc, ldc);
+      }
+      if (g < pl.groups) block<Tiles, Planes, 4, 1>(pl, m0, g, c, ldc);
+      for (int64_t i = 0; i < kBlock && m_local + i < Mi;) {
+        const int64_t p = (m_local + i) / Wp, q = (m_local + i) % Wp;
+        if (q >= pl.Q) {
+          i += Wp - q;
+          continue;
+        }
+        const int64_t len = std::min({pl.Q - q, kBlock - i, Mi - m_local - i});
+        gemm::store_tile<float>(c + i * ldc, ldc, (n * pl.P + p) * pl.Q + q, len, 0, pl.F, out, ep);
+        i += len;
+      }
+    }
+    amx::end<Tiles>();
+  });
+}
+
+}  // namespace hg::cpu::amx_conv
+
+namespace hg::cpu::amx_conv {
+
+// A convolution's sizes: x [N, H, W, C] -> y [N, P, Q, K], w [K, R, S, C]; one group, unit
+// strides, unit column dilation (what fits() checks).
+struct Shape {
+  int64_t N, H, W, C, K, R, S, P, Q, ph, pw, dh;
+};
+
+// Whether the tile unit runs this path now: isa() == amx and its first-use self-check passed.
+bool available();
+
+// The forward y = conv(x, w) + bias (bias: K f32 values or null), and the input gradient gx
+// = conv_transpose(gy, w) + bias (bias: C values or null; needs (R-1)*dh >= ph and S-1 >= pw),
+// on the tile unit (T = bfloat16, or half as two planes). They return false, having written
+// nothing, when a value of the operands is not one the unit multiplies exactly (non-finite,
+// or below 2^-56): the caller then takes the exact path.
+template <class T>
+bool forward(const Shape& s, const T* x, const T* w, const float* bias, T* y, int threads);
+template <class T>
+bool dgrad(const Shape& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
+
+}  // namespace hg::cpu::amx_conv
