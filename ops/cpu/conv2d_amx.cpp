@@ -24,12 +24,13 @@
 #include "ops/cpu/gemm/amx_hardware.h"
 
 namespace hg::cpu::amx_conv {
-namespace {
-template <int Planes>
-void run_tiles(const Plan& pl, const gemm::Output& out, const gemm::Epilogue<float>& ep, int threads) {
-  run<amx::HardwareTiles, Planes>(pl, out, ep, threads);
-}
-}  // namespace
+// The entry points' tile runs, compiled here for the tile instructions to inline.
+template bool forward_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
+                                                        bfloat16*, int);
+template bool forward_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
+template bool dgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
+                                                      bfloat16*, int);
+template bool dgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
 }  // namespace hg::cpu::amx_conv
 #pragma GCC pop_options
 #define HG_CONV_AMX 1
@@ -90,20 +91,14 @@ bool f16_rows_avx512(const half* src, int64_t n, uint16_t* hi_out, uint16_t* lo_
 namespace hg::cpu::amx_conv {
 
 template <>
-bool to_planes<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]) {
-#if defined(__x86_64__)
-  if (features().avx512bw) return bf16_rows_avx512(src, n, dst[0]);
-#endif
+bool to_planes_scalar<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]) {
   unsigned bad = 0;
   for (int64_t i = 0; i < n; ++i) dst[0][i] = src[i].bits, bad |= !bf16_safe(src[i].bits);
   return bad == 0;
 }
 
 template <>
-bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]) {
-#if defined(__x86_64__)
-  if (features().avx512bw && features().avx512vl) return f16_rows_avx512(src, n, dst[0], dst[1]);
-#endif
+bool to_planes_scalar<half>(const half* src, int64_t n, uint16_t* const dst[2]) {
   bool ok = true;
   for (int64_t i = 0; i < n; ++i) {
     uint16_t v[2];
@@ -113,31 +108,23 @@ bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]) {
   return ok;
 }
 
-namespace {
-
-// The weights w (n values of T) in planes, reused per thread; false when one is not exact on
-// the unit.
-template <class T>
-bool weight_planes(const T* w, int64_t n, const uint16_t* planes[2]) {
-  thread_local std::vector<uint16_t> buf;
-  buf.resize(static_cast<size_t>(2 * n));
-  uint16_t* dst[2] = {buf.data(), buf.data() + n};
-  planes[0] = dst[0], planes[1] = dst[1];
-  return to_planes(w, n, dst);
-}
-
-template <class T>
-void run_plan(const Plan& pl, const Shape& s, int64_t F, T* y, const float* bias, int threads) {
-  const gemm::Output out{y, dtype_of<T>::value, s.P, s.Q, s.P * s.Q * F, s.Q * F, F, 1};
-  gemm::Epilogue<float> ep;
-  ep.bias = bias;
-#ifdef HG_CONV_AMX
-  run_tiles<planes_of<T>()>(pl, out, ep, threads);
-#else
-  (void)pl, (void)out, (void)ep, (void)threads;
-  HG_CHECK(false, "conv2d on AMX tiles: not built for this CPU");
+template <>
+bool to_planes<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]) {
+#if defined(__x86_64__)
+  if (features().avx512bw) return bf16_rows_avx512(src, n, dst[0]);
 #endif
+  return to_planes_scalar(src, n, dst);
 }
+
+template <>
+bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]) {
+#if defined(__x86_64__)
+  if (features().avx512bw && features().avx512vl) return f16_rows_avx512(src, n, dst[0], dst[1]);
+#endif
+  return to_planes_scalar(src, n, dst);
+}
+
+namespace {
 
 // Forward on a small convolution (odd channels: partial k steps; 20 filters: both block
 // shapes; padding) against an f64 sum, within the bound of f32 accumulation (4 terms per
@@ -145,7 +132,7 @@ void run_plan(const Plan& pl, const Shape& s, int64_t F, T* y, const float* bias
 // plane fails it.
 template <class T>
 bool check() {
-  const Shape s{2, 9, 11, 5, 20, 3, 3, 9, 11, 1, 1, 1};
+  const Sizes s{2, 9, 11, 5, 20, 3, 3, 9, 11, 1, 1, 1};
   std::vector<T> x(static_cast<size_t>(s.N * s.H * s.W * s.C)), w(static_cast<size_t>(s.K * s.R * s.S * s.C));
   uint32_t seed = 12345;
   auto next = [&] {
@@ -201,42 +188,28 @@ bool available() {
 }
 
 template <class T>
-bool forward(const Shape& s, const T* x, const T* w, const float* bias, T* y, int threads) {
-  thread_local Image img;
-  const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
-  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
-  thread_local Plan pl;
-  pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.K;
-  const int64_t RSC = s.R * s.S * s.C, SC = s.S * s.C;
-  const uint16_t* wp[2];
-  if (!weight_planes(w, s.K * RSC, wp)) return false;
-  pack_weights(pl, wp, RSC, [&](int64_t r, int64_t e) { return r * SC + e; });
-  run_plan(pl, s, s.K, y, bias, threads);
-  return true;
+bool forward(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+#ifdef HG_CONV_AMX
+  return forward_on<amx::HardwareTiles>(s, x, w, bias, y, threads);
+#else
+  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)threads;
+  return false;
+#endif
 }
 
 template <class T>
-bool dgrad(const Shape& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
-  thread_local Image img;
-  const int64_t top = (s.R - 1) * s.dh - s.ph, left = (s.S - 1) - s.pw;
-  if (!pad_image(img, gy, s.N, s.P, s.Q, s.K, top, left, s.H + (s.R - 1) * s.dh, s.W + s.S - 1)) return false;
-  thread_local Plan pl;
-  pl.img = &img, pl.P = s.H, pl.Q = s.W, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.C;
-  // Filter c, kernel row r, value e = s'*K + k of the flipped kernel: w[k, R-1-r, S-1-s', c].
-  const uint16_t* wp[2];
-  if (!weight_planes(w, s.K * s.R * s.S * s.C, wp)) return false;
-  pack_weights(pl, wp, 1, [&](int64_t r, int64_t e) {
-    const int64_t ss = e / s.K, k = e % s.K;
-    return ((k * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)) * s.C;
-  });
-  const Shape out{s.N, s.P, s.Q, s.K, s.C, s.R, s.S, s.H, s.W, 0, 0, s.dh};  // gx is the "output"
-  run_plan(pl, out, s.C, gx, bias, threads);
-  return true;
+bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+#ifdef HG_CONV_AMX
+  return dgrad_on<amx::HardwareTiles>(s, gy, w, bias, gx, threads);
+#else
+  (void)s, (void)gy, (void)w, (void)bias, (void)gx, (void)threads;
+  return false;
+#endif
 }
 
-template bool forward<bfloat16>(const Shape&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
-template bool forward<half>(const Shape&, const half*, const half*, const float*, half*, int);
-template bool dgrad<bfloat16>(const Shape&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
-template bool dgrad<half>(const Shape&, const half*, const half*, const float*, half*, int);
+template bool forward<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool forward<half>(const Sizes&, const half*, const half*, const float*, half*, int);
+template bool dgrad<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool dgrad<half>(const Sizes&, const half*, const half*, const float*, half*, int);
 
 }  // namespace hg::cpu::amx_conv

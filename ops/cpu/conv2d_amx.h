@@ -48,6 +48,13 @@ template <>
 bool to_planes<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]);
 template <>
 bool to_planes<half>(const half* src, int64_t n, uint16_t* const dst[2]);
+// The same one value at a time (any CPU; the reference the AVX-512 rows are tested against).
+template <class T>
+bool to_planes_scalar(const T* src, int64_t n, uint16_t* const dst[2]);
+template <>
+bool to_planes_scalar<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]);
+template <>
+bool to_planes_scalar<half>(const half* src, int64_t n, uint16_t* const dst[2]);
 
 // The zero-padded image the tiles read: `planes` planes of bf16 bits, each [N][Hp][Wp][C]
 // followed by `slack` zeros (a tile row past the last pixel stays inside).
@@ -221,9 +228,63 @@ namespace hg::cpu::amx_conv {
 
 // A convolution's sizes: x [N, H, W, C] -> y [N, P, Q, K], w [K, R, S, C]; one group, unit
 // strides, unit column dilation (what fits() checks).
-struct Shape {
+struct Sizes {
   int64_t N, H, W, C, K, R, S, P, Q, ph, pw, dh;
 };
+
+// The weights w (n values of T) in planes, in a buffer reused per thread; false when one is
+// not exact on the unit.
+template <class T>
+bool weight_planes(const T* w, int64_t n, const uint16_t* planes[2]) {
+  thread_local std::vector<uint16_t> buf;
+  buf.resize(static_cast<size_t>(2 * n));
+  uint16_t* const dst[2] = {buf.data(), buf.data() + n};
+  planes[0] = dst[0], planes[1] = dst[1];
+  return to_planes(w, n, dst);
+}
+
+// Runs a plan into y: output pixel (n, p, q), filter f at y[((n*P + p)*Q + q)*F + f].
+template <class Tiles, class T>
+void run_into(const Plan& pl, T* y, const float* bias, int threads) {
+  const gemm::Output out{y, dtype_of<T>::value, pl.P, pl.Q, pl.P * pl.Q * pl.F, pl.Q * pl.F, pl.F, 1};
+  gemm::Epilogue<float> ep;
+  ep.bias = bias;
+  run<Tiles, planes_of<T>()>(pl, out, ep, threads);
+}
+
+// forward / dgrad (below) with the tile interface `Tiles` (the hardware, or amx_model.h's).
+template <class Tiles, class T>
+bool forward_on(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+  thread_local Image img;
+  const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
+  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
+  thread_local Plan pl;
+  pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.K;
+  const int64_t RSC = s.R * s.S * s.C, SC = s.S * s.C;
+  const uint16_t* wp[2];
+  if (!weight_planes(w, s.K * RSC, wp)) return false;
+  pack_weights(pl, wp, RSC, [&](int64_t r, int64_t e) { return r * SC + e; });
+  run_into<Tiles>(pl, y, bias, threads);
+  return true;
+}
+
+template <class Tiles, class T>
+bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+  thread_local Image img;
+  const int64_t top = (s.R - 1) * s.dh - s.ph, left = (s.S - 1) - s.pw;
+  if (!pad_image(img, gy, s.N, s.P, s.Q, s.K, top, left, s.H + (s.R - 1) * s.dh, s.W + s.S - 1)) return false;
+  thread_local Plan pl;
+  pl.img = &img, pl.P = s.H, pl.Q = s.W, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.C;
+  // Filter c, kernel row r, value e = s'*K + k of the flipped kernel: w[k, R-1-r, S-1-s', c].
+  const uint16_t* wp[2];
+  if (!weight_planes(w, s.K * s.R * s.S * s.C, wp)) return false;
+  pack_weights(pl, wp, 1, [&](int64_t r, int64_t e) {
+    const int64_t ss = e / s.K, k = e % s.K;
+    return ((k * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)) * s.C;
+  });
+  run_into<Tiles>(pl, gx, bias, threads);
+  return true;
+}
 
 // Whether the tile unit runs this path now: isa() == amx and its first-use self-check passed.
 bool available();
@@ -234,8 +295,8 @@ bool available();
 // nothing, when a value of the operands is not one the unit multiplies exactly (non-finite,
 // or below 2^-56): the caller then takes the exact path.
 template <class T>
-bool forward(const Shape& s, const T* x, const T* w, const float* bias, T* y, int threads);
+bool forward(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads);
 template <class T>
-bool dgrad(const Shape& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
+bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
 
 }  // namespace hg::cpu::amx_conv

@@ -195,7 +195,7 @@ bool amx_dgrad_fits(const Geometry& g) {
   return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && (g.R - 1) * g.dh >= g.ph && g.S - 1 >= g.pw &&
          amx_wins<T>(g, g.K, g.C, g.W) && amx_conv::available();
 }
-amx_conv::Shape amx_shape(const Geometry& g) {
+amx_conv::Sizes amx_shape(const Geometry& g) {
   return {g.N, g.H, g.W, g.C, g.K, g.R, g.S, g.P, g.Q, g.ph, g.pw, g.dh};
 }
 

@@ -1,0 +1,223 @@
+// The direct AMX convolution (ops/cpu/conv2d_amx.h): forward and stride-1 input gradient of
+// bf16 and f16 (hi + lo planes) against f64 loops with the f32-accumulation bound, on the
+// scalar tile model (every CPU) and on the tile unit (AMX hosts; skipped elsewhere, naming
+// what is missing); results independent of the thread count; operands the unit would not
+// multiply exactly (inf, NaN, tiny bf16) refused before anything is written; the AVX-512 row
+// conversions equal the scalar ones on every 16-bit pattern.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "framework/cpu/isa.h"
+#include "halfgrad.h"
+#include "ops/conv2d_kernels.h"
+#include "ops/cpu/conv2d_amx.h"
+#include "ops/cpu/gemm/amx_model.h"
+#include "tests/skip.h"
+#include "tests/thread_count.h"
+
+using namespace hg;
+using hg::cpu::amx_conv::Sizes;
+using hg::cpu::gemm::amx::ModelTiles;
+
+namespace {
+
+// x [N, H, W, C], w [K, R, S, C], padding (ph, pw), row dilation dh; unit strides.
+Sizes sizes(int64_t N, int64_t H, int64_t W, int64_t C, int64_t K, int64_t R, int64_t S, int64_t ph, int64_t pw,
+            int64_t dh) {
+  return {N, H, W, C, K, R, S, H + 2 * ph - dh * (R - 1), W + 2 * pw - (S - 1), ph, pw, dh};
+}
+
+const Sizes kShapes[] = {
+    sizes(2, 9, 11, 5, 20, 3, 3, 1, 1, 1),   // odd channels (partial k steps), 16 + 4 filters: both block shapes
+    sizes(1, 6, 40, 16, 16, 3, 3, 1, 1, 1),  // 48 values per kernel row: one full, one half step
+    sizes(2, 7, 18, 32, 33, 3, 3, 2, 1, 2),  // row dilation, padding past the kernel's reach, 33 filters
+    sizes(1, 5, 19, 64, 32, 1, 1, 0, 0, 1),  // 1x1
+    sizes(3, 4, 5, 8, 17, 3, 3, 1, 1, 1),    // rows of 5: a 16-pixel tile spans rows and images
+};
+
+template <class T>
+std::vector<T> values(int64_t n, uint64_t seed, double scale) {
+  std::vector<T> v(static_cast<size_t>(n));
+  uint64_t s = seed;
+  for (T& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = store<T>(scale * (static_cast<double>(s >> 40) / 16777216.0 - 0.5));
+  }
+  return v;
+}
+
+// Forward (dgrad = false: y from x) or input gradient (gx from gy) against f64 loops over the
+// same taps: |got - ref| <= u |ref| + (4 terms + 2) 2^-24 sum |products| (+ f16's subnormal step).
+template <class T>
+void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, const std::vector<T>& w,
+                       const std::vector<float>& bias, const std::vector<T>& got) {
+  const int64_t F = dgrad ? s.C : s.K;
+  std::vector<double> ref(got.size()), mag(got.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = bias[i % static_cast<size_t>(F)], mag[i] = std::fabs(ref[i]);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t p = 0; p < s.P; ++p)
+      for (int64_t q = 0; q < s.Q; ++q)
+        for (int64_t r = 0; r < s.R; ++r)
+          for (int64_t t = 0; t < s.S; ++t) {
+            const int64_t h = p - s.ph + r * s.dh, v = q - s.pw + t;
+            if (h < 0 || h >= s.H || v < 0 || v >= s.W) continue;
+            for (int64_t k = 0; k < s.K; ++k)
+              for (int64_t c = 0; c < s.C; ++c) {
+                const int64_t yi = ((n * s.P + p) * s.Q + q) * s.K + k, xi = ((n * s.H + h) * s.W + v) * s.C + c;
+                const double prod = static_cast<double>(load(in[static_cast<size_t>(dgrad ? yi : xi)])) *
+                                    load(w[static_cast<size_t>(((k * s.R + r) * s.S + t) * s.C + c)]);
+                const size_t o = static_cast<size_t>(dgrad ? xi : yi);
+                ref[o] += prod, mag[o] += std::fabs(prod);
+              }
+          }
+  const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, tiny = std::is_same_v<T, half> ? 0x1p-25 : 0.0;
+  const double terms = static_cast<double>(s.R * s.S * (dgrad ? s.K : s.C));
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = load(got[i]), bound = u * std::fabs(ref[i]) + (4 * terms + 2) * 0x1p-24 * mag[i] + tiny;
+    if (!(std::fabs(g - ref[i]) <= bound) && bad++ < 5) {
+      INFO("element " << i << " got " << g << " want " << ref[i] << " bound " << bound);
+      CHECK(false);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+// The tile unit itself: run_checked's stand-in for a `Tiles` type (the entry points).
+struct Hardware {};
+
+// Runs forward (or dgrad) with tiles `Tiles` (or the unit) and checks it; returns the result.
+template <class Tiles, class T>
+std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t seed) {
+  const int64_t in_n = dgrad ? s.N * s.P * s.Q * s.K : s.N * s.H * s.W * s.C;
+  const int64_t out_n = dgrad ? s.N * s.H * s.W * s.C : s.N * s.P * s.Q * s.K, F = dgrad ? s.C : s.K;
+  const std::vector<T> in = values<T>(in_n, seed, 8.0), w = values<T>(s.K * s.R * s.S * s.C, seed + 1, 0.5);
+  std::vector<float> bias(static_cast<size_t>(F));
+  for (int64_t f = 0; f < F; ++f) bias[static_cast<size_t>(f)] = 0.125f * static_cast<float>(f % 5);
+  std::vector<T> out(static_cast<size_t>(out_n), store<T>(NAN));
+  bool ran;
+  if constexpr (std::is_same_v<Tiles, Hardware>)
+    ran = dgrad ? cpu::amx_conv::dgrad<T>(s, in.data(), w.data(), bias.data(), out.data(), threads)
+                : cpu::amx_conv::forward<T>(s, in.data(), w.data(), bias.data(), out.data(), threads);
+  else
+    ran = dgrad ? cpu::amx_conv::dgrad_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads)
+                : cpu::amx_conv::forward_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads);
+  REQUIRE(ran);
+  check_against_f64(s, dgrad, in, w, bias, out);
+  return out;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): forward and input gradient within the f32 bound",
+                   "[conv2d][amx]", bfloat16, half) {
+  for (const Sizes& s : kShapes)
+    for (bool dgrad : {false, true}) {
+      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;  // padding past the kernel: engine only
+      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << " kernel " << s.R << "x"
+                << s.S << " pad " << s.ph << "," << s.pw << " dil " << s.dh << (dgrad ? " input gradient" : " forward"));
+      const std::vector<TestType> one = run_checked<ModelTiles, TestType>(s, dgrad, 1, 7);
+      const std::vector<TestType> two = run_checked<ModelTiles, TestType>(s, dgrad, 2, 7);
+      CHECK(same_bits(one, two));
+    }
+}
+
+TEMPLATE_TEST_CASE("conv2d on AMX tiles: operands the unit would not multiply exactly are refused, nothing written",
+                   "[conv2d][amx]", bfloat16, half) {
+  const Sizes s = sizes(1, 6, 20, 16, 16, 3, 3, 1, 1, 1);
+  std::vector<TestType> x = values<TestType>(s.N * s.H * s.W * s.C, 3, 4.0);
+  std::vector<TestType> w = values<TestType>(s.K * s.R * s.S * s.C, 4, 0.5);
+  const double tiny = std::is_same_v<TestType, bfloat16> ? 0x1p-60 : 0.0;  // every finite f16 is exact
+  for (double bad : {std::numeric_limits<double>::infinity(), std::nan(""), tiny}) {
+    if (bad == 0.0) continue;
+    for (bool in_weights : {false, true}) {
+      INFO("value " << bad << (in_weights ? " in the weights" : " in the image"));
+      std::vector<TestType> xb = x, wb = w;
+      (in_weights ? wb[37] : xb[555]) = store<TestType>(bad);
+      std::vector<TestType> y(static_cast<size_t>(s.N * s.P * s.Q * s.K), store<TestType>(-3.0));
+      CHECK_FALSE(cpu::amx_conv::forward_on<ModelTiles>(s, xb.data(), wb.data(), nullptr, y.data(), 1));
+      CHECK(std::all_of(y.begin(), y.end(), [](TestType v) { return load(v) == -3.0; }));
+      // The public op then takes the exact path: the non-finite value reaches exactly the
+      // outputs whose sums contain it.
+      if (!std::isfinite(bad)) {
+        const Tensor xt = from_data(xb, {s.N, s.H, s.W, s.C}), wt = from_data(wb, {s.K, s.R, s.S, s.C});
+        Tensor yt = empty({s.N, s.P, s.Q, s.K}, {xt.dtype()});
+        conv2d_forward_stub(Device::cpu(), xt, wt, Tensor(), yt, Conv2dOptions{{1, 1}, {1, 1}, {1, 1}, 1});
+        const std::vector<double> got = yt.to_vector<double>();
+        int64_t nonfinite = 0, other_filters = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          nonfinite += !std::isfinite(got[i]);
+          other_filters += !std::isfinite(got[i]) && i % static_cast<size_t>(s.K) != 0;
+        }
+        if (in_weights) {  // weight 37 is filter 0's: that filter's interior outputs at least, no other filter
+          CHECK(other_filters == 0);
+          CHECK(nonfinite >= (s.P - 2) * (s.Q - 2));
+        } else {  // pixel 555's 3x3 neighbourhood, every filter
+          CHECK(nonfinite == 9 * s.K);
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("conv2d on AMX tiles: the tile unit, within the f32 bound, at 1 and 2 threads alike", "[conv2d][amx]",
+                   bfloat16, half) {
+  using hg::cpu::Isa;
+  if (hg::cpu::best_isa() != Isa::amx)
+    HG_SKIP("the tile unit itself needs AMX-BF16 granted by the OS; this CPU has " + hg::cpu::describe());
+  hg::cpu::ForceIsa amx(Isa::amx);
+  REQUIRE(cpu::amx_conv::available());  // the first-use self-check passed
+  for (const Sizes& s : kShapes)
+    for (bool dgrad : {false, true}) {
+      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
+      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << (dgrad ? " dgrad" : ""));
+      const std::vector<TestType> one = run_checked<Hardware, TestType>(s, dgrad, 1, 11);
+      const std::vector<TestType> two = run_checked<Hardware, TestType>(s, dgrad, 2, 11);
+      CHECK(same_bits(one, two));
+    }
+}
+
+TEMPLATE_TEST_CASE("conv2d on AMX tiles: the AVX-512 row conversions give the scalar ones' planes and verdicts",
+                   "[conv2d][amx]", bfloat16, half) {
+  const auto& f = hg::cpu::features();
+  if (!(f.avx512bw && f.avx512vl))
+    HG_SKIP("the AVX-512 row conversions need AVX-512 BW/VL; this CPU has " + hg::cpu::describe());
+  std::vector<TestType> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) all[i].bits = static_cast<uint16_t>(i);
+  int64_t refused = 0, differ = 0;
+  for (uint32_t i = 0; i < 65536; ++i) {  // one value at a time: the verdicts
+    uint16_t a[2] = {}, b[2] = {};
+    uint16_t* const da[2] = {a, a + 1};
+    uint16_t* const db[2] = {b, b + 1};
+    const bool va = cpu::amx_conv::to_planes(&all[i], 1, da), vb = cpu::amx_conv::to_planes_scalar(&all[i], 1, db);
+    refused += !vb;
+    differ += va != vb || (vb && std::memcmp(a, b, sizeof a) != 0);
+  }
+  CHECK(differ == 0);
+  CHECK(refused > 0);  // inf and NaN (and, bf16, the values below 2^-56) are refused
+  // Runs of every length 1..70 at every offset mod 4: the tails.
+  std::vector<TestType> safe;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    uint16_t p[2];
+    uint16_t* const d[2] = {p, p + 1};
+    if (cpu::amx_conv::to_planes_scalar(&all[i], 1, d)) safe.push_back(all[i]);
+  }
+  for (int64_t len = 1; len <= 70; ++len)
+    for (int64_t off = 0; off < 4; ++off) {
+      std::vector<uint16_t> a(2 * 80, 7), b(2 * 80, 7);
+      uint16_t* const da[2] = {a.data(), a.data() + 80};
+      uint16_t* const db[2] = {b.data(), b.data() + 80};
+      const TestType* src = safe.data() + 1000 + off * 13;
+      CHECK(cpu::amx_conv::to_planes(src, len, da));
+      CHECK(cpu::amx_conv::to_planes_scalar(src, len, db));
+      CHECK(a == b);  // the planes and the untouched words past the run
+    }
+}
