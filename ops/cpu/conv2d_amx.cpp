@@ -21,6 +21,7 @@
 // As in kernel_amx.cpp: amx.h and the kernel templates compile here, so the tile
 // instructions inline; none of their code uses AVX-512.
 #include "ops/cpu/conv2d_amx.h"
+#include "ops/cpu/conv2d_amx_wgrad.h"
 #include "ops/cpu/gemm/amx_hardware.h"
 
 namespace hg::cpu::amx_conv {
@@ -31,11 +32,14 @@ template bool forward_on<amx::HardwareTiles, half>(const Sizes&, const half*, co
 template bool dgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
                                                       bfloat16*, int);
 template bool dgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
+template bool wgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
+template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, half*, int);
 }  // namespace hg::cpu::amx_conv
 #pragma GCC pop_options
 #define HG_CONV_AMX 1
 #else
 #include "ops/cpu/conv2d_amx.h"
+#include "ops/cpu/conv2d_amx_wgrad.h"
 #endif
 
 #if defined(__x86_64__)
@@ -82,6 +86,32 @@ bool f16_rows_avx512(const half* src, int64_t n, uint16_t* hi_out, uint16_t* lo_
   return bad == 0;
 }
 
+// v + bias rounded to bf16 (ties to even; a NaN keeps its top bits, quiet), as float_to_bf16_bits.
+inline __m256i bf16_of(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v), top = _mm512_srli_epi32(x, 16);
+  const __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(x, _mm512_add_epi32(_mm512_and_si512(top, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF))),
+      16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_cvtepi32_epi16(_mm512_mask_or_epi32(r, nan, top, _mm512_set1_epi32(0x40)));
+}
+
+template <class T>
+void store_rows_avx512(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, T* dst, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i, c += ldc, dst += ld)
+    for (int64_t j = 0; j < F; j += 16) {
+      const __mmask16 live = F - j >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (F - j)) - 1);
+      __m512 v = _mm512_maskz_loadu_ps(live, c + j);
+      if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(live, bias + j));
+      __m256i h;
+      if constexpr (std::is_same_v<T, half>)
+        h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      else
+        h = bf16_of(v);
+      _mm256_mask_storeu_epi16(dst + j, live, h);
+    }
+}
+
 }  // namespace
 }  // namespace hg::cpu::amx_conv
 #pragma GCC diagnostic pop
@@ -89,6 +119,88 @@ bool f16_rows_avx512(const half* src, int64_t n, uint16_t* hi_out, uint16_t* lo_
 #endif
 
 namespace hg::cpu::amx_conv {
+
+#if defined(__AVX2__)
+namespace {
+
+// dst[j * ld_dst + i] = src[i * ld_src + j] for a 16 x 16 block of 16-bit values: 16-bit,
+// 32-bit and 64-bit interleaves within 128-bit lanes, then the lanes recombined.
+inline void transpose16x16(const uint16_t* src, int64_t ld_src, uint16_t* dst, int64_t ld_dst) {
+  __m256i a[16], b[16], c[16], d[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i * ld_src));
+  for (int i = 0; i < 8; ++i) {  // rows 2i, 2i+1: columns 0-3 | 8-11, then 4-7 | 12-15
+    b[2 * i] = _mm256_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+    b[2 * i + 1] = _mm256_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+  }
+  for (int g = 0; g < 4; ++g) {  // rows 4g..4g+3: column pairs (0,1 | 8,9), (2,3 | 10,11), ...
+    c[4 * g] = _mm256_unpacklo_epi32(b[4 * g], b[4 * g + 2]);
+    c[4 * g + 1] = _mm256_unpackhi_epi32(b[4 * g], b[4 * g + 2]);
+    c[4 * g + 2] = _mm256_unpacklo_epi32(b[4 * g + 1], b[4 * g + 3]);
+    c[4 * g + 3] = _mm256_unpackhi_epi32(b[4 * g + 1], b[4 * g + 3]);
+  }
+  for (int h = 0; h < 2; ++h)  // rows 8h..8h+7: column m | 8 + m in d[8h + m]
+    for (int j = 0; j < 4; ++j) {
+      d[8 * h + 2 * j] = _mm256_unpacklo_epi64(c[8 * h + j], c[8 * h + 4 + j]);
+      d[8 * h + 2 * j + 1] = _mm256_unpackhi_epi64(c[8 * h + j], c[8 * h + 4 + j]);
+    }
+  for (int m = 0; m < 8; ++m) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + m * ld_dst), _mm256_permute2x128_si256(d[m], d[8 + m], 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (m + 8) * ld_dst),
+                        _mm256_permute2x128_si256(d[m], d[8 + m], 0x31));
+  }
+}
+
+}  // namespace
+#endif
+
+void transpose16(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld_src, uint16_t* dst, int64_t ld_dst) {
+  int64_t i0 = 0;
+#if defined(__AVX2__)
+  for (; i0 + 16 <= rows; i0 += 16) {
+    int64_t j0 = 0;
+    for (; j0 + 16 <= cols; j0 += 16) transpose16x16(src + i0 * ld_src + j0, ld_src, dst + j0 * ld_dst + i0, ld_dst);
+    for (int64_t j = j0; j < cols; ++j)
+      for (int64_t i = i0; i < i0 + 16; ++i) dst[j * ld_dst + i] = src[i * ld_src + j];
+  }
+#endif
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = i0; i < rows; ++i) dst[j * ld_dst + i] = src[i * ld_src + j];
+}
+
+void interleave_pairs(const uint16_t* z, int64_t count, int64_t avail, int64_t C, uint32_t* v) {
+  int64_t t = 0;
+#if defined(__AVX2__)
+  for (; t + 16 <= count && t + 16 + C <= avail; t += 16) {  // 16 words: (z[t], z[t + C]) ... in order
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(z + t));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(z + t + C));
+    const __m256i p0 = _mm256_unpacklo_epi16(lo, hi), p1 = _mm256_unpackhi_epi16(lo, hi);  // words 0-3, 8-11 | 4-7, 12-15
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + t), _mm256_permute2x128_si256(p0, p1, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + t + 8), _mm256_permute2x128_si256(p0, p1, 0x31));
+  }
+#endif
+  for (; t < count; ++t) v[t] = z[t] | (t + C < avail ? static_cast<uint32_t>(z[t + C]) << 16 : 0u);
+}
+
+template <class T>
+static void store_rows_any(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, T* dst, int64_t ld) {
+#if defined(__x86_64__)
+  if (features().avx512bw && features().avx512vl) return store_rows_avx512(c, ldc, rows, F, bias, dst, ld);
+#endif
+  const gemm::Output out{dst, dtype_of<T>::value, 1, rows, 0, 0, ld, 1};
+  gemm::Epilogue<float> ep;
+  ep.bias = bias;
+  gemm::store_tile<float>(c, ldc, 0, rows, 0, F, out, ep);
+}
+
+template <>
+void store_rows<bfloat16>(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, bfloat16* dst,
+                          int64_t ld) {
+  store_rows_any(c, ldc, rows, F, bias, dst, ld);
+}
+template <>
+void store_rows<half>(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, half* dst, int64_t ld) {
+  store_rows_any(c, ldc, rows, F, bias, dst, ld);
+}
 
 template <>
 bool to_planes_scalar<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const dst[2]) {
@@ -207,6 +319,18 @@ bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, in
 #endif
 }
 
+template <class T>
+bool wgrad(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
+#ifdef HG_CONV_AMX
+  return wgrad_on<amx::HardwareTiles>(s, gy, x, gw, threads);
+#else
+  (void)s, (void)gy, (void)x, (void)gw, (void)threads;
+  return false;
+#endif
+}
+
+template bool wgrad<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
+template bool wgrad<half>(const Sizes&, const half*, const half*, half*, int);
 template bool forward<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
 template bool forward<half>(const Sizes&, const half*, const half*, const float*, half*, int);
 template bool dgrad<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);

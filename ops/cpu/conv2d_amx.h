@@ -56,6 +56,13 @@ bool to_planes_scalar<bfloat16>(const bfloat16* src, int64_t n, uint16_t* const 
 template <>
 bool to_planes_scalar<half>(const half* src, int64_t n, uint16_t* const dst[2]);
 
+// dst[j * ld_dst + i] = src[i * ld_src + j] for i < rows, j < cols (16-bit values; AVX2 blocks
+// of 16 x 16).
+void transpose16(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld_src, uint16_t* dst, int64_t ld_dst);
+// v[t] = z[t] | z[t + C] << 16 for t < count, z readable below avail (the high half zero
+// where t + C >= avail).
+void interleave_pairs(const uint16_t* z, int64_t count, int64_t avail, int64_t C, uint32_t* v);
+
 // The zero-padded image the tiles read: `planes` planes of bf16 bits, each [N][Hp][Wp][C]
 // followed by `slack` zeros (a tile row past the last pixel stays inside).
 struct Image {
@@ -74,11 +81,21 @@ bool pad_image(Image& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t 
   img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C, img.planes = P;
   const int64_t slack = 128 * C + 4 * Wp * C + 256;
   img.plane = N * Hp * Wp * C + slack;
-  img.storage.assign(static_cast<size_t>(img.plane * P), 0);
+  // Grown, never shrunk, and not cleared: every word is written below (values or padding).
+  if (static_cast<int64_t>(img.storage.size()) < img.plane * P) img.storage.resize(static_cast<size_t>(img.plane * P));
   const int64_t rows = N * Hp, row = Wp * C, w_in = std::min(W, Wp - left);
   std::vector<char> bad(static_cast<size_t>(rows), 0);
   parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
     const int64_t n = r / Hp, h = r % Hp - top;
+    for (int p = 0; p < P; ++p) {
+      uint16_t* d = img.storage.data() + p * img.plane + r * row;
+      if (h < 0 || h >= H) {
+        std::fill_n(d, row, uint16_t(0));
+      } else {
+        std::fill_n(d, left * C, uint16_t(0));
+        std::fill(d + (left + w_in) * C, d + row, uint16_t(0));
+      }
+    }
     if (h < 0 || h >= H) return;
     const T* src = x + (n * H + h) * W * C;
     uint16_t* const dst[2] = {img.storage.data() + r * row + left * C,
@@ -86,6 +103,7 @@ bool pad_image(Image& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t 
     const bool ok = to_planes(src, w_in * C, dst);
     bad[static_cast<size_t>(r)] = !ok;
   });
+  for (int p = 0; p < P; ++p) std::fill_n(img.storage.data() + p * img.plane + rows * row, slack, uint16_t(0));
   return std::find(bad.begin(), bad.end(), 1) == bad.end();
 }
 
@@ -142,15 +160,17 @@ void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
         constexpr int kSteps = Planes == 1 ? 1 : 4;
         constexpr int kPlaneA[4] = {0, 0, 1, 1}, kPlaneB[4] = {0, 1, 1, 0};
         for (int st = 0; st < kSteps; ++st) {
-          if (st == 0 || kPlaneA[st] != kPlaneA[st - 1]) {
-            const uint16_t* a = im.data(kPlaneA[st]) + a_off;
-            Tiles::template load<4>(a, sa), Tiles::template load<5>(a + 16 * C, sa);
-          }
-          if (st == 0 || kPlaneB[st] != kPlaneB[st - 1]) {
-            Tiles::template load<6>(pl.b_tile(g0, r, s, kPlaneB[st]), 64);
-            Tiles::template load<7>(pl.b_tile(g0 + 1, r, s, kPlaneB[st]), 64);
-          }
-          Tiles::template dot<0, 4, 6>(), Tiles::template dot<1, 4, 7>();
+          // Loads interleaved with the products: a tile is reloaded only after the products
+          // reading it, so each load waits for the earliest ones and overlaps the later.
+          const bool new_a = st == 0 || kPlaneA[st] != kPlaneA[st - 1];
+          const bool new_b = st == 0 || kPlaneB[st] != kPlaneB[st - 1];
+          const uint16_t* a = im.data(kPlaneA[st]) + a_off;
+          if (new_a) Tiles::template load<4>(a, sa);
+          if (new_b) Tiles::template load<6>(pl.b_tile(g0, r, s, kPlaneB[st]), 64);
+          Tiles::template dot<0, 4, 6>();
+          if (new_b) Tiles::template load<7>(pl.b_tile(g0 + 1, r, s, kPlaneB[st]), 64);
+          Tiles::template dot<1, 4, 7>();
+          if (new_a) Tiles::template load<5>(a + 16 * C, sa);
           Tiles::template dot<2, 5, 6>(), Tiles::template dot<3, 5, 7>();
         }
       } else {  // 4 x 1: one B tile (per plane) for four pixel groups
@@ -183,12 +203,23 @@ void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
 // Pixels per block: 64 (four 16-pixel tiles, or two blocks of two).
 constexpr int64_t kBlock = 64;
 
-// Runs the plan: per image, the flat pixels [0, (P-1)*Wp + Q) in blocks of 64, blocks split
-// among `threads` (each output's sum is computed whole by one block: no dependence on the
-// thread count); each block's valid pixels (q < Q) go through the engine's epilogue store,
-// output pixel (n, p, q) being row (n*P + p)*Q + q of `out`.
-template <class Tiles, int Planes>
-void run(const Plan& pl, const gemm::Output& out, const gemm::Epilogue<float>& ep, int threads) {
+// rows x F sums c (row stride ldc) plus bias (F values, or null), each rounded once into dst
+// (row stride ld): the engine epilogue's arithmetic (store_tile with alpha 1, no ReLU),
+// 16 values per step with AVX-512 where the CPU has it (conv2d_amx.cpp).
+template <class T>
+void store_rows(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, T* dst, int64_t ld);
+template <>
+void store_rows<bfloat16>(const float*, int64_t, int64_t, int64_t, const float*, bfloat16*, int64_t);
+template <>
+void store_rows<half>(const float*, int64_t, int64_t, int64_t, const float*, half*, int64_t);
+
+// Runs the plan into y (output pixel (n, p, q), filter f at y[((n*P + p)*Q + q)*F + f]): per
+// image, the flat pixels [0, (P-1)*Wp + Q) in blocks of 64, blocks split among `threads`
+// (each output's sum is computed whole by one block: no dependence on the thread count); each
+// block's valid pixels (q < Q) stored through store_rows.
+template <class Tiles, class T>
+void run(const Plan& pl, T* y, const float* bias, int threads) {
+  constexpr int Planes = planes_of<T>();
   const Image& im = *pl.img;
   const int64_t Wp = im.Wp, Mi = (pl.P - 1) * Wp + pl.Q, blocks = (Mi + kBlock - 1) / kBlock;
   const int64_t ldc = pl.groups * 16, per_task = 4;
@@ -214,7 +245,7 @@ void run(const Plan& pl, const gemm::Output& out, const gemm::Epilogue<float>& e
           continue;
         }
         const int64_t len = std::min({pl.Q - q, kBlock - i, Mi - m_local - i});
-        gemm::store_tile<float>(c + i * ldc, ldc, (n * pl.P + p) * pl.Q + q, len, 0, pl.F, out, ep);
+        store_rows(c + i * ldc, ldc, len, pl.F, bias, y + ((n * pl.P + p) * pl.Q + q) * pl.F, pl.F);
         i += len;
       }
     }
@@ -243,15 +274,6 @@ bool weight_planes(const T* w, int64_t n, const uint16_t* planes[2]) {
   return to_planes(w, n, dst);
 }
 
-// Runs a plan into y: output pixel (n, p, q), filter f at y[((n*P + p)*Q + q)*F + f].
-template <class Tiles, class T>
-void run_into(const Plan& pl, T* y, const float* bias, int threads) {
-  const gemm::Output out{y, dtype_of<T>::value, pl.P, pl.Q, pl.P * pl.Q * pl.F, pl.Q * pl.F, pl.F, 1};
-  gemm::Epilogue<float> ep;
-  ep.bias = bias;
-  run<Tiles, planes_of<T>()>(pl, out, ep, threads);
-}
-
 // forward / dgrad (below) with the tile interface `Tiles` (the hardware, or amx_model.h's).
 template <class Tiles, class T>
 bool forward_on(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
@@ -264,7 +286,7 @@ bool forward_on(const Sizes& s, const T* x, const T* w, const float* bias, T* y,
   const uint16_t* wp[2];
   if (!weight_planes(w, s.K * RSC, wp)) return false;
   pack_weights(pl, wp, RSC, [&](int64_t r, int64_t e) { return r * SC + e; });
-  run_into<Tiles>(pl, y, bias, threads);
+  run<Tiles>(pl, y, bias, threads);
   return true;
 }
 
@@ -282,7 +304,7 @@ bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx,
     const int64_t ss = e / s.K, k = e % s.K;
     return ((k * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)) * s.C;
   });
-  run_into<Tiles>(pl, gx, bias, threads);
+  run<Tiles>(pl, gx, bias, threads);
   return true;
 }
 
@@ -298,5 +320,9 @@ template <class T>
 bool forward(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads);
 template <class T>
 bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
+// The weight gradient gw [K, R, S, C] of the forward above from gy and x (conv2d_amx_wgrad.h),
+// rounded once; the same refusal.
+template <class T>
+bool wgrad(const Sizes& s, const T* gy, const T* x, T* gw, int threads);
 
 }  // namespace hg::cpu::amx_conv

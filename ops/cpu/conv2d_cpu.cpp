@@ -187,6 +187,10 @@ bool amx_wins(const Geometry& g, int64_t channels, int64_t filters, int64_t row_
   return g.S * channels >= 48;
 }
 template <class T>
+bool amx_wgrad_wins(const Geometry& g) {
+  return std::is_same_v<T, bfloat16> && g.Q >= 16 && g.R * g.S > 1 && g.C >= 16;
+}
+template <class T>
 bool amx_forward_fits(const Geometry& g) {
   return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wins<T>(g, g.C, g.K, g.Q) && amx_conv::available();
 }
@@ -194,6 +198,10 @@ template <class T>
 bool amx_dgrad_fits(const Geometry& g) {
   return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && (g.R - 1) * g.dh >= g.ph && g.S - 1 >= g.pw &&
          amx_wins<T>(g, g.K, g.C, g.W) && amx_conv::available();
+}
+template <class T>
+bool amx_wgrad_fits(const Geometry& g) {
+  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wgrad_wins<T>(g) && amx_conv::available();
 }
 amx_conv::Sizes amx_shape(const Geometry& g) {
   return {g.N, g.H, g.W, g.C, g.K, g.R, g.S, g.P, g.Q, g.ph, g.pw, g.dh};
@@ -427,6 +435,9 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   if (static_cast<int64_t>(partial.size()) < chunks * wsize) partial.resize(static_cast<size_t>(chunks * wsize));
   Acc* part = partial.data();
   const int threads = op_threads();
+  if constexpr (on_tiles_type<T>())
+    if (amx_wgrad_fits<T>(g) && amx_conv::wgrad<T>(amx_shape(g), gyt.data<T>(), xt.data<T>(), gwt.data<T>(), threads))
+      return;
   if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, float>)
     if (const gemm::Kernel<float>& unit = gemm::kernel_for_values<T>(); wgrad_unit_wins(g, unit))
       return wgrad_on_unit<T>(g, gyt, xt, gwt, unit, chunk, chunks, part, threads);

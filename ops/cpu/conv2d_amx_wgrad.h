@@ -1,0 +1,190 @@
+// The weight gradient on the AMX tile unit (conv2d_amx.h's forward, turned around): gw[k, r,
+// e] = sum over output pixels m of gy[m, k] * img[m, r, e], with img[m, r, e] the value e
+// (tap e / C, channel e % C) past pixel m's first in kernel row r of the zero-padded image.
+// A tile product is gw tile [16 filters x 16 values] += gyT [16 filters x 32 pixels] · the
+// image's values for those 32 pixels in VNNI pairs. gy is transposed once (gyT: filters x
+// pixels, the pixels of each image numbered over the padded grid as in the forward, zero
+// where q >= Q); the image is stored once more as pairs (Z[t], Z[t + C]) in one 32-bit word
+// (the same value e of two neighbouring pixels), so a B tile is 16 rows of 16 such words,
+// one TILELOADD with a row stride of 2C words. The reduction over pixels is cut into chunks
+// of 32-pixel steps fixed by the shape, each chunk's f32 partial computed whole by one task,
+// the partials summed in chunk order and rounded once: the result does not depend on the
+// thread count. Zero gyT entries meet finite image values (the image is verified exact on
+// the unit), and values past a kernel row's S*C are computed and dropped.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "ops/cpu/conv2d_amx.h"
+
+namespace hg::cpu::amx_conv {
+
+struct WgradPlan {
+  const Image* img = nullptr;          // x, padded as for the forward
+  std::vector<uint16_t> gyt;           // [plane][step][Kp][32]: gy transposed per 32-pixel step, zero past the valid pixels
+  std::vector<uint32_t> pairs;         // [plane][img->plane]: (Z[t], Z[t + C])
+  int64_t P = 0, Q = 0, R = 1, S = 1, dh = 1, K = 0;
+  int64_t Kp = 0, Mt = 0;              // filters rounded up to the tiles' (16 or 32); gyT's pixel slots
+  int64_t per_image = 0, steps = 0;    // 32-pixel steps per image, in all
+  int64_t groups = 0;                  // value groups of 16 per kernel row: ceil(S*C / 16)
+
+  int64_t SC() const { return S * img->C; }
+  // Column j of the output (kernel row r, values 16g..16g+15): its offset in the image.
+  int64_t column_offset(int64_t j) const { return (j / groups) * dh * img->Wp * img->C + (j % groups) * 16; }
+};
+
+// Accumulates FG x EG tiles (filter groups g0.., columns cols[0..EG)) over steps [s0, s0 + n)
+// and stores them to c ([FG*16][EG*16], row stride ldc). Tiles 0-3 accumulate (fg*EG + ec),
+// 4-5 hold gyT, 6-7 the image pairs; f16 planes multiply hi·hi, hi·lo, lo·lo, lo·hi.
+template <class Tiles, int Planes, int FG, int EG>
+void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const int64_t* cols, float* c, int64_t ldc) {
+  static_assert(FG * EG == 4);
+  const Image& im = *pl.img;
+  const int64_t C = im.C, grid = im.Hp * im.Wp, sb = 2 * C * 4;
+  int64_t off[EG];
+  for (int e = 0; e < EG; ++e) off[e] = pl.column_offset(cols[e]);
+  Tiles::template zero<0>(), Tiles::template zero<1>(), Tiles::template zero<2>(), Tiles::template zero<3>();
+  constexpr int kSteps = Planes == 1 ? 1 : 4;
+  constexpr int kPlaneA[4] = {0, 0, 1, 1}, kPlaneB[4] = {0, 1, 1, 0};
+  for (int64_t st = s0; st < s0 + n; ++st) {
+    const int64_t img_n = st / pl.per_image, m = (st % pl.per_image) * 32;
+    const uint16_t* a = pl.gyt.data() + (st * pl.Kp + g0 * 16) * 32;  // 16 filters x 32 pixels: contiguous
+    const uint32_t* b = pl.pairs.data() + (img_n * grid + m) * C;
+    for (int s = 0; s < kSteps; ++s) {
+      const uint16_t* ap = a + kPlaneA[s] * pl.Kp * pl.Mt;  // Mt = steps * 32
+      const uint32_t* bp = b + kPlaneB[s] * im.plane;
+      if constexpr (FG == 2) {
+        if (s == 0 || kPlaneA[s] != kPlaneA[s - 1])
+          Tiles::template load<4>(ap, 64), Tiles::template load<5>(ap + 16 * 32, 64);
+        if (s == 0 || kPlaneB[s] != kPlaneB[s - 1])
+          Tiles::template load<6>(bp + off[0], sb), Tiles::template load<7>(bp + off[1], sb);
+        Tiles::template dot<0, 4, 6>(), Tiles::template dot<1, 4, 7>();
+        Tiles::template dot<2, 5, 6>(), Tiles::template dot<3, 5, 7>();
+      } else {
+        if (s == 0 || kPlaneA[s] != kPlaneA[s - 1]) Tiles::template load<4>(ap, 64);
+        Tiles::template load<6>(bp + off[0], sb), Tiles::template load<7>(bp + off[1], sb);
+        Tiles::template dot<0, 4, 6>(), Tiles::template dot<1, 4, 7>();
+        Tiles::template load<6>(bp + off[2], sb), Tiles::template load<7>(bp + off[3], sb);
+        Tiles::template dot<2, 4, 6>(), Tiles::template dot<3, 4, 7>();
+      }
+    }
+  }
+  const int64_t cs = ldc * 4;
+  if constexpr (FG == 2) {
+    Tiles::template store<0>(c, cs), Tiles::template store<1>(c + 16, cs);
+    Tiles::template store<2>(c + 16 * ldc, cs), Tiles::template store<3>(c + 16 * ldc + 16, cs);
+  } else {
+    Tiles::template store<0>(c, cs), Tiles::template store<1>(c + 16, cs);
+    Tiles::template store<2>(c + 32, cs), Tiles::template store<3>(c + 48, cs);
+  }
+}
+
+// Steps per chunk of the reduction: a function of the shape only. At least 32 steps (1024
+// pixels) and at most 64 chunks, partials within ~64 MiB.
+inline int64_t wgrad_chunk_steps(int64_t steps, int64_t wsize) {
+  const int64_t max_chunks = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(1, wsize * 4));
+  return std::max({int64_t{32}, (steps + 63) / 64, (steps + max_chunks - 1) / max_chunks});
+}
+
+// gw [K, R, S, C] (T, rounded once) = the weight gradient of y = conv(x, w) (sizes s, unit
+// strides and column dilation) from gy; false, nothing written, when a value of x or gy is not
+// one the unit multiplies exactly.
+template <class Tiles, class T>
+bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
+  constexpr int Planes = planes_of<T>();
+  // Per-thread buffers, reused; the lambdas below run on other threads, so they use these
+  // references (a thread_local named in a lambda is the running thread's own).
+  thread_local Image img_buf;
+  thread_local WgradPlan plan_buf;
+  thread_local std::vector<float> part_buf;
+  Image& img = img_buf;
+  WgradPlan& pl = plan_buf;
+  std::vector<float>& part = part_buf;
+  const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
+  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
+  pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.K = s.K;
+  const bool wide = s.K > 16;  // tiles of 2 filter groups x 2 columns, else 1 x 4
+  pl.Kp = wide ? (s.K + 31) / 32 * 32 : 16;
+  const int64_t Mi = (s.P - 1) * Wp + s.Q;  // an image's pixels on the padded grid
+  pl.per_image = (Mi + 31) / 32, pl.steps = s.N * pl.per_image, pl.Mt = pl.steps * 32;
+  pl.groups = (pl.SC() + 15) / 16;
+  // gy in planes on the padded pixel grid (slot n*per_image*32 + p*Wp + q; zero rows where
+  // q >= Q and past an image's last pixel), then each 32-slot step transposed to [Kp][32].
+  {
+    thread_local std::vector<uint16_t> grid_buf;
+    std::vector<uint16_t>& rows = grid_buf;
+    const int64_t K = s.K, slots = pl.Mt;
+    rows.assign(static_cast<size_t>(Planes * slots * K), 0);
+    uint16_t* const dst[2] = {rows.data(), rows.data() + slots * K};
+    std::vector<char> bad(static_cast<size_t>(s.N * s.P), 0);
+    parallel_static(s.N * s.P * s.Q * K < (1 << 16) ? 1 : threads, s.N * s.P, [&](int64_t np) {
+      const int64_t n = np / s.P, p = np % s.P, slot = n * pl.per_image * 32 + p * Wp;
+      uint16_t* const d[2] = {dst[0] + slot * K, Planes == 2 ? dst[1] + slot * K : nullptr};
+      bad[static_cast<size_t>(np)] = !to_planes(gy + np * s.Q * K, s.Q * K, d);
+    });
+    if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return false;
+    pl.gyt.assign(static_cast<size_t>(Planes * pl.Kp * pl.Mt), 0);
+    parallel_static(pl.steps < 8 ? 1 : threads, pl.steps, [&](int64_t st) {
+      for (int p = 0; p < Planes; ++p)
+        transpose16(dst[p] + st * 32 * K, 32, K, K, pl.gyt.data() + p * pl.Kp * pl.Mt + st * pl.Kp * 32, 32);
+    });
+  }
+  // The image's pairs (Z[t], Z[t + C]).
+  pl.pairs.resize(static_cast<size_t>(Planes * img.plane));
+  {
+    const int64_t n = img.plane, blocks = (n + 65535) / 65536;
+    parallel_static(blocks < 4 ? 1 : threads, Planes * blocks, [&](int64_t b) {
+      const int p = static_cast<int>(b / blocks);
+      const int64_t t0 = (b % blocks) * 65536, t1 = std::min(n, t0 + 65536);
+      const uint16_t* z = img.data(p);
+      uint32_t* v = pl.pairs.data() + p * n;
+      interleave_pairs(z + t0, t1 - t0, n - t0, s.C, v + t0);  // pairs reach into the next block
+    });
+  }
+  // The output's columns (kernel row, group of 16 values) and filter groups, in tasks of FG x EG
+  // tiles per chunk.
+  const int64_t RSC = s.R * pl.SC(), wsize = s.K * RSC;
+  const int64_t chunk = wgrad_chunk_steps(pl.steps, wsize), chunks = (pl.steps + chunk - 1) / chunk;
+  const int64_t EG = wide ? 2 : 4, FG = wide ? 2 : 1;
+  const int64_t columns = s.R * pl.groups, col_sets = (columns + EG - 1) / EG, fsets = pl.Kp / (16 * FG);
+  part.resize(static_cast<size_t>(chunks * wsize));
+  const int64_t tasks = chunks * fsets * col_sets;
+  parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t task) {
+    const int64_t ch = task / (fsets * col_sets), fs = (task / col_sets) % fsets, cset = task % col_sets;
+    int64_t cols[4];
+    for (int64_t e = 0; e < EG; ++e) cols[e] = std::min(columns - 1, cset * EG + e);  // a short set repeats its last
+    float c[32 * 64];
+    const int64_t ldc = EG * 16, s0 = ch * chunk, n = std::min(chunk, pl.steps - s0);
+    amx::begin<Tiles>();
+    if (wide)
+      wgrad_block<Tiles, Planes, 2, 2>(pl, s0, n, fs * 2, cols, c, ldc);
+    else
+      wgrad_block<Tiles, Planes, 1, 4>(pl, s0, n, fs, cols, c, ldc);
+    amx::end<Tiles>();
+    float* out = part.data() + ch * wsize;
+    for (int64_t fg = 0; fg < FG; ++fg)
+      for (int64_t e = 0; e < EG; ++e) {
+        const int64_t r = cols[e] / pl.groups, v0 = (cols[e] % pl.groups) * 16, nv = std::min<int64_t>(16, pl.SC() - v0);
+        for (int64_t f = 0; f < 16; ++f) {
+          const int64_t k = (fs * FG + fg) * 16 + f;
+          if (k >= s.K) break;
+          std::copy_n(c + (fg * 16 + f) * ldc + e * 16, nv, out + k * RSC + r * pl.SC() + v0);
+        }
+      }
+  });
+  // The partials summed in chunk order, rounded once into gw.
+  const gemm::Output o{gw, dtype_of<T>::value, 1, 1, 0, 0, 0, 1};
+  const int64_t block = gemm::NC;
+  parallel_static(wsize * chunks < (1 << 16) ? 1 : threads, (wsize + block - 1) / block, [&](int64_t eb) {
+    const int64_t e0 = eb * block, len = std::min(block, wsize - e0);
+    float sum[gemm::NC];
+    std::copy_n(part.data() + e0, len, sum);
+    for (int64_t c = 1; c < chunks; ++c)
+      for (int64_t e = 0; e < len; ++e) sum[e] += part[static_cast<size_t>(c * wsize + e0 + e)];
+    gemm::store_tile<float>(sum, 0, 0, 1, e0, len, o, gemm::Epilogue<float>{});
+  });
+  return true;
+}
+
+}  // namespace hg::cpu::amx_conv
