@@ -1,4 +1,5 @@
-// The direct AMX convolution (ops/cpu/conv2d_amx.h): forward and stride-1 input gradient of
+// The direct AMX convolution (ops/cpu/conv2d_amx.h, conv2d_amx_wgrad.h): forward, stride-1
+// input gradient and weight gradient of
 // bf16 and f16 (hi + lo planes) against f64 loops with the f32-accumulation bound, on the
 // scalar tile model (every CPU) and on the tile unit (AMX hosts; skipped elsewhere, naming
 // what is missing); results independent of the thread count; operands the unit would not
@@ -14,6 +15,7 @@
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
 #include "ops/cpu/conv2d_amx.h"
+#include "ops/cpu/conv2d_amx_wgrad.h"
 #include "ops/cpu/gemm/amx_model.h"
 #include "tests/skip.h"
 #include "tests/thread_count.h"
@@ -110,6 +112,48 @@ std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t see
   return out;
 }
 
+// The weight gradient gw [K, R, S, C] from gy and x against f64 loops, with tiles `Tiles`
+// (or the unit); returns it.
+template <class Tiles, class T>
+std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed) {
+  const std::vector<T> gy = values<T>(s.N * s.P * s.Q * s.K, seed, 4.0), x = values<T>(s.N * s.H * s.W * s.C, seed + 1, 4.0);
+  std::vector<T> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<T>(NAN));
+  bool ran;
+  if constexpr (std::is_same_v<Tiles, Hardware>)
+    ran = cpu::amx_conv::wgrad<T>(s, gy.data(), x.data(), gw.data(), threads);
+  else
+    ran = cpu::amx_conv::wgrad_on<Tiles>(s, gy.data(), x.data(), gw.data(), threads);
+  REQUIRE(ran);
+  std::vector<double> ref(gw.size(), 0.0), mag(gw.size(), 0.0);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t p = 0; p < s.P; ++p)
+      for (int64_t q = 0; q < s.Q; ++q)
+        for (int64_t r = 0; r < s.R; ++r)
+          for (int64_t t = 0; t < s.S; ++t) {
+            const int64_t h = p - s.ph + r * s.dh, v = q - s.pw + t;
+            if (h < 0 || h >= s.H || v < 0 || v >= s.W) continue;
+            for (int64_t k = 0; k < s.K; ++k)
+              for (int64_t c = 0; c < s.C; ++c) {
+                const double prod = static_cast<double>(load(gy[static_cast<size_t>(((n * s.P + p) * s.Q + q) * s.K + k)])) *
+                                    load(x[static_cast<size_t>(((n * s.H + h) * s.W + v) * s.C + c)]);
+                const size_t o = static_cast<size_t>(((k * s.R + r) * s.S + t) * s.C + c);
+                ref[o] += prod, mag[o] += std::fabs(prod);
+              }
+          }
+  const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, tiny = std::is_same_v<T, half> ? 0x1p-25 : 0.0;
+  const double terms = static_cast<double>(s.N * s.P * s.Q);
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = load(gw[i]), bound = u * std::fabs(ref[i]) + (4 * terms + 2) * 0x1p-24 * mag[i] + tiny;
+    if (!(std::fabs(g - ref[i]) <= bound) && bad++ < 5) {
+      INFO("weight " << i << " got " << g << " want " << ref[i] << " bound " << bound);
+      CHECK(false);
+    }
+  }
+  CHECK(bad == 0);
+  return gw;
+}
+
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -130,6 +174,19 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): forward and input gradie
     }
 }
 
+TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): weight gradient within the f32 bound, any thread count",
+                   "[conv2d][amx]", bfloat16, half) {
+  // 16 and 20/33 filters: the 1 x 4 and 2 x 2 tile shapes; a shape with more than one chunk.
+  const Sizes big = sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1);
+  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], big}) {
+    INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << " dil " << s.dh);
+    const std::vector<TestType> one = wgrad_checked<ModelTiles, TestType>(s, 1, 5);
+    const std::vector<TestType> two = wgrad_checked<ModelTiles, TestType>(s, 2, 5);
+    CHECK(same_bits(one, two));
+  }
+  CHECK(cpu::amx_conv::wgrad_chunk_steps(4 * 27, 16 * 144) < 4 * 27);  // `big` really is in several chunks
+}
+
 TEMPLATE_TEST_CASE("conv2d on AMX tiles: operands the unit would not multiply exactly are refused, nothing written",
                    "[conv2d][amx]", bfloat16, half) {
   const Sizes s = sizes(1, 6, 20, 16, 16, 3, 3, 1, 1, 1);
@@ -145,6 +202,14 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: operands the unit would not multiply ex
       std::vector<TestType> y(static_cast<size_t>(s.N * s.P * s.Q * s.K), store<TestType>(-3.0));
       CHECK_FALSE(cpu::amx_conv::forward_on<ModelTiles>(s, xb.data(), wb.data(), nullptr, y.data(), 1));
       CHECK(std::all_of(y.begin(), y.end(), [](TestType v) { return load(v) == -3.0; }));
+      if (!in_weights) {  // the weight gradient refuses the image, and gy in the forward's output shape
+        std::vector<TestType> gw(w.size(), store<TestType>(-3.0));
+        CHECK_FALSE(cpu::amx_conv::wgrad_on<ModelTiles>(s, y.data(), xb.data(), gw.data(), 1));
+        std::vector<TestType> gy(y.size(), store<TestType>(0.5));
+        gy[77] = store<TestType>(bad);
+        CHECK_FALSE(cpu::amx_conv::wgrad_on<ModelTiles>(s, gy.data(), x.data(), gw.data(), 1));
+        CHECK(std::all_of(gw.begin(), gw.end(), [](TestType v) { return load(v) == -3.0; }));
+      }
       // The public op then takes the exact path: the non-finite value reaches exactly the
       // outputs whose sums contain it.
       if (!std::isfinite(bad)) {
@@ -183,6 +248,12 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the tile unit, within the f32 bound, at
       const std::vector<TestType> two = run_checked<Hardware, TestType>(s, dgrad, 2, 11);
       CHECK(same_bits(one, two));
     }
+  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1)}) {
+    INFO("weight gradient, x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
+    const std::vector<TestType> one = wgrad_checked<Hardware, TestType>(s, 1, 13);
+    const std::vector<TestType> two = wgrad_checked<Hardware, TestType>(s, 2, 13);
+    CHECK(same_bits(one, two));
+  }
 }
 
 TEMPLATE_TEST_CASE("conv2d on AMX tiles: the AVX-512 row conversions give the scalar ones' planes and verdicts",
