@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "framework/dtype.h"
+#include "ops/cpu/aligned.h"
 #include "ops/cpu/gemm/amx.h"
 #include "ops/cpu/gemm/engine.h"
 #include "ops/cpu/loops.h"
@@ -66,7 +67,7 @@ void interleave_pairs(const uint16_t* z, int64_t count, int64_t avail, int64_t C
 // The zero-padded image the tiles read: `planes` planes of bf16 bits, each [N][Hp][Wp][C]
 // followed by `slack` zeros (a tile row past the last pixel stays inside).
 struct Image {
-  std::vector<uint16_t> storage;
+  aligned_vector<uint16_t> storage;  // 64-byte aligned: tile rows of 64 bytes stay in one line
   int64_t N = 0, Hp = 0, Wp = 0, C = 0, plane = 0;
   int planes = 1;
   const uint16_t* data(int p) const { return storage.data() + p * plane; }
@@ -115,7 +116,7 @@ struct Plan {
   int64_t P = 0, Q = 0, R = 1, S = 1, dh = 1;
   int64_t F = 0, groups = 0;  // filters; groups of 16 (the last zero-padded)
   int64_t steps = 0;          // k steps of 32 values per kernel row: ceil(S*C / 32)
-  std::vector<uint16_t> wt;   // B tiles [group][r][step][plane], VNNI: row i = values (2i, 2i + 1)
+  aligned_vector<uint16_t> wt;  // B tiles [group][r][step][plane], VNNI: row i = values (2i, 2i + 1)
 
   int64_t b_at(int64_t g, int64_t r, int64_t s, int p) const { return (((g * R + r) * steps + s) * img->planes + p) * kTile; }
   const uint16_t* b_tile(int64_t g, int64_t r, int64_t s, int p) const { return wt.data() + b_at(g, r, s, p); }

@@ -22,8 +22,8 @@ namespace hg::cpu::amx_conv {
 
 struct WgradPlan {
   const Image* img = nullptr;          // x, padded as for the forward
-  std::vector<uint16_t> gyt;           // [plane][step][Kp][32]: gy transposed per 32-pixel step, zero past the valid pixels
-  std::vector<uint32_t> pairs;         // [plane][img->plane]: (Z[t], Z[t + C])
+  aligned_vector<uint16_t> gyt;        // [plane][step][Kp][32]: gy transposed per 32-pixel step, zero past the valid pixels
+  aligned_vector<uint32_t> pairs;      // [plane][img->plane]: (Z[t], Z[t + C])
   int64_t P = 0, Q = 0, R = 1, S = 1, dh = 1, K = 0;
   int64_t Kp = 0, Mt = 0;              // filters rounded up to the tiles' (16 or 32); gyT's pixel slots
   int64_t per_image = 0, steps = 0;    // 32-pixel steps per image, in all

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/dtype.h"
+#include "ops/cpu/aligned.h"
 #include "ops/cpu/gemm/kernel.h"
 #include "ops/cpu/loops.h"
 
@@ -47,7 +48,7 @@ void store_tile(const Acc* c, int64_t ldc, int64_t m0, int64_t mn, int64_t n0, i
 template <class Acc>
 struct Workspace {
   std::vector<Acc> a, b, c, shared_b;
-  std::vector<unsigned char> native_a, native_b, shared_native_b;  // a kernel's own layout
+  aligned_vector<unsigned char> native_a, native_b, shared_native_b;  // a kernel's own layout (AMX tiles: aligned)
   std::vector<char> ok_a, ok_b, shared_ok_b;  // per panel: the kernel computes it exactly
   std::vector<char> on_exact;                  // per register tile: moved to the exact chain
   static Workspace& mine() {
