@@ -165,39 +165,45 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
 }
 
 // The direct AMX convolution (conv2d_amx.h) for f16/bf16 tensors: one group, unit strides
-// and column dilation, on a CPU whose tile unit passed its self-check; `channels` are the
-// image's the tiles read (the forward's input channels, the input gradient's filters).
-// Chosen where measured to win (Xeon with AMX, 2026-12-06, bench/conv_wgrad --width 16, 2
-// threads): rows of at least 16 pixels (below, most of a 64-pixel block is padding: 3x3
-// 128->128 @8 bf16 forward 0.27 -> 0.31 ms, @4 0.18 -> 0.62) and at least 48 values per
-// kernel row (bf16 3x3 16->16 @64 0.64 -> 0.44 ms, 32->32 @32 0.48 -> 0.21, 1x1 64->32
-// @32 0.164 -> 0.155; 1x1 32->16 @64 lost 0.31 -> 0.38, the first layer's 3 values per row
-// 0.10 -> 0.22), and at least 16 filters (a tile's width: the first layer's input gradient,
-// one filter, 0.14 -> 0.42 ms). f16 multiplies four plane pairs: it wins from 96 values per row of a 3x3
-// kernel (32->32 @32 0.44 -> 0.38 ms, 64->64 @16 0.53 -> 0.37) and lost with 48 (16->16 @64
-// 0.59 -> 0.69) and on 1x1 kernels (64->32 @32 0.15 -> 0.34: the split costs more than it saves).
+// and column dilation, on a CPU whose tile unit passed its self-check. Chosen per pass where
+// measured to win over the engine and the f32 direct tiles (Xeon with AMX, 2026-12-06,
+// bench/conv_wgrad --width 16, 2 threads, after the tile buffers were aligned):
+// - rows of at least 16 pixels (8 for the bf16 forward): the flat padded grid computes
+//   Wp = Q + S - 1 columns per row, and 64-pixel blocks, so short rows are mostly waste
+//   (bf16 3x3 128->256 @4 forward 0.16 -> 0.25 ms; @8: forward 128->128 0.22 -> 0.18 won,
+//   input gradient 256->128 0.30 -> 0.50 lost);
+// - at least 16 values per kernel row (the first layer's 3 lost: forward 0.09 -> 0.12 ms);
+//   f16, four plane products per product, at least 32 (1x1 32->16 @64 0.30 -> 0.25 won,
+//   1x1 16->4 lost) and 16 filters (its input gradient's one filter: 0.12 -> 0.35 ms);
+// - weight gradient: 3x3 kernels of at least 16 input channels in bf16 (32->32 @32 0.66 ->
+//   0.35 ms, 64->32 @32 1.23 -> 0.61; 1x1 and @4-8 lost), at least 128 in f16 (128->64 @16
+//   1.24 -> 0.94; 32->32 @32 lost 0.58 -> 0.68).
 template <class T>
 constexpr bool on_tiles_type() {
   return std::is_same_v<T, bfloat16> || std::is_same_v<T, half>;
 }
+enum class AmxPass { forward, dgrad };
 template <class T>
-bool amx_wins(const Geometry& g, int64_t channels, int64_t filters, int64_t row_pixels) {
-  if (row_pixels < 16 || filters < 16) return false;
-  if constexpr (std::is_same_v<T, half>) return g.R * g.S > 1 && g.S * channels >= 96;
-  return g.S * channels >= 48;
+bool amx_wins(const Geometry& g, AmxPass pass) {
+  const bool fwd = pass == AmxPass::forward;
+  const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
+  if constexpr (std::is_same_v<T, half>) return rows >= 16 && g.S * channels >= 32 && filters >= 16;
+  return rows >= (fwd ? 8 : 16) && g.S * channels >= 16 && filters >= (fwd ? 4 : 16);
 }
 template <class T>
 bool amx_wgrad_wins(const Geometry& g) {
-  return std::is_same_v<T, bfloat16> && g.Q >= 16 && g.R * g.S > 1 && g.C >= 16;
+  if (g.R * g.S == 1) return false;
+  if constexpr (std::is_same_v<T, half>) return g.Q >= 8 && g.C >= 128;
+  return g.Q >= 16 && g.C >= 16;
 }
 template <class T>
 bool amx_forward_fits(const Geometry& g) {
-  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wins<T>(g, g.C, g.K, g.Q) && amx_conv::available();
+  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wins<T>(g, AmxPass::forward) && amx_conv::available();
 }
 template <class T>
 bool amx_dgrad_fits(const Geometry& g) {
   return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && (g.R - 1) * g.dh >= g.ph && g.S - 1 >= g.pw &&
-         amx_wins<T>(g, g.K, g.C, g.W) && amx_conv::available();
+         amx_wins<T>(g, AmxPass::dgrad) && amx_conv::available();
 }
 template <class T>
 bool amx_wgrad_fits(const Geometry& g) {
