@@ -115,19 +115,27 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
     thread_local std::vector<uint16_t> grid_buf;
     std::vector<uint16_t>& rows = grid_buf;
     const int64_t K = s.K, slots = pl.Mt;
-    rows.assign(static_cast<size_t>(Planes * slots * K), 0);
+    // Grown, never cleared: each row's valid pixels are converted, the rest zeroed here.
+    if (static_cast<int64_t>(rows.size()) < Planes * slots * K) rows.resize(static_cast<size_t>(Planes * slots * K));
     uint16_t* const dst[2] = {rows.data(), rows.data() + slots * K};
     std::vector<char> bad(static_cast<size_t>(s.N * s.P), 0);
     parallel_static(s.N * s.P * s.Q * K < (1 << 16) ? 1 : threads, s.N * s.P, [&](int64_t np) {
       const int64_t n = np / s.P, p = np % s.P, slot = n * pl.per_image * 32 + p * Wp;
+      // Zero from q = Q to the next row's first pixel, or for the last row to the image's end.
+      const int64_t end = p + 1 < s.P ? slot + Wp : (n + 1) * pl.per_image * 32;
       uint16_t* const d[2] = {dst[0] + slot * K, Planes == 2 ? dst[1] + slot * K : nullptr};
+      for (int q = 0; q < Planes; ++q) std::fill(d[q] + s.Q * K, dst[q] + end * K, uint16_t(0));
       bad[static_cast<size_t>(np)] = !to_planes(gy + np * s.Q * K, s.Q * K, d);
     });
     if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return false;
-    pl.gyt.assign(static_cast<size_t>(Planes * pl.Kp * pl.Mt), 0);
+    if (static_cast<int64_t>(pl.gyt.size()) < Planes * pl.Kp * pl.Mt)
+      pl.gyt.resize(static_cast<size_t>(Planes * pl.Kp * pl.Mt));
     parallel_static(pl.steps < 8 ? 1 : threads, pl.steps, [&](int64_t st) {
-      for (int p = 0; p < Planes; ++p)
-        transpose16(dst[p] + st * 32 * K, 32, K, K, pl.gyt.data() + p * pl.Kp * pl.Mt + st * pl.Kp * 32, 32);
+      for (int p = 0; p < Planes; ++p) {
+        uint16_t* t = pl.gyt.data() + p * pl.Kp * pl.Mt + st * pl.Kp * 32;
+        transpose16(dst[p] + st * 32 * K, 32, K, K, t, 32);
+        std::fill(t + K * 32, t + pl.Kp * 32, uint16_t(0));  // the padding filters
+      }
     });
   }
   // The image's pairs (Z[t], Z[t + C]).
