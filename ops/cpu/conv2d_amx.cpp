@@ -112,6 +112,20 @@ void store_rows_avx512(const float* c, int64_t ldc, int64_t rows, int64_t F, con
     }
 }
 
+// interleave_pairs, 32 words per step: (lo, hi) 16-bit lanes unpacked within 128-bit lanes,
+// then the four lane pairs put back in order.
+int64_t interleave_pairs_avx512(const uint16_t* z, int64_t count, int64_t avail, int64_t C, uint32_t* v) {
+  const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+  int64_t t = 0;
+  for (; t + 32 <= count && t + 32 + C <= avail; t += 32) {
+    const __m512i lo = _mm512_loadu_si512(z + t), hi = _mm512_loadu_si512(z + t + C);
+    const __m512i p0 = _mm512_unpacklo_epi16(lo, hi), p1 = _mm512_unpackhi_epi16(lo, hi);
+    _mm512_storeu_si512(v + t, _mm512_permutex2var_epi64(p0, first, p1));
+    _mm512_storeu_si512(v + t + 16, _mm512_permutex2var_epi64(p0, second, p1));
+  }
+  return t;
+}
+
 }  // namespace
 }  // namespace hg::cpu::amx_conv
 #pragma GCC diagnostic pop
@@ -169,6 +183,9 @@ void transpose16(const uint16_t* src, int64_t rows, int64_t cols, int64_t ld_src
 
 void interleave_pairs(const uint16_t* z, int64_t count, int64_t avail, int64_t C, uint32_t* v) {
   int64_t t = 0;
+#if defined(__x86_64__)
+  if (features().avx512bw) t = interleave_pairs_avx512(z, count, avail, C, v);
+#endif
 #if defined(__AVX2__)
   for (; t + 16 <= count && t + 16 + C <= avail; t += 16) {  // 16 words: (z[t], z[t + C]) ... in order
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(z + t));

@@ -34,17 +34,27 @@ struct WgradPlan {
   int64_t column_offset(int64_t j) const { return (j / groups) * dh * img->Wp * img->C + (j % groups) * 16; }
 };
 
-// Accumulates FG x EG tiles (filter groups g0.., columns cols[0..EG)) over steps [s0, s0 + n)
-// and stores them to c ([FG*16][EG*16], row stride ldc). Tiles 0-3 accumulate (fg*EG + ec),
-// 4-5 hold gyT, 6-7 the image pairs; f16 planes multiply hi·hi, hi·lo, lo·lo, lo·hi.
+// Tile (fg, ec) of FG x EG (filter groups g0.., columns cols[0..EG)) lives at c + fg*16*ldc +
+// col_at[ec] (16 x 16 f32, row stride ldc): starting from zero (`first`) or from what is there,
+// accumulates steps [s0, s0 + n) and stores it back. Tiles 0-3 accumulate (fg*EG + ec), 4-5
+// hold gyT, 6-7 the image pairs; f16 planes multiply hi·hi, hi·lo, lo·lo, lo·hi. Loading and
+// storing f32 tiles is exact: the sums are those of one uninterrupted run.
 template <class Tiles, int Planes, int FG, int EG>
-void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const int64_t* cols, float* c, int64_t ldc) {
+void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const int64_t* cols, const int64_t* col_at,
+                 float* c, int64_t ldc, bool first) {
   static_assert(FG * EG == 4);
   const Image& im = *pl.img;
   const int64_t C = im.C, grid = im.Hp * im.Wp, sb = 2 * C * 4;
   int64_t off[EG];
   for (int e = 0; e < EG; ++e) off[e] = pl.column_offset(cols[e]);
-  Tiles::template zero<0>(), Tiles::template zero<1>(), Tiles::template zero<2>(), Tiles::template zero<3>();
+  const int64_t cs = ldc * 4;
+  auto at = [&](int t) { return c + (t / EG) * 16 * ldc + col_at[t % EG]; };
+  if (first) {
+    Tiles::template zero<0>(), Tiles::template zero<1>(), Tiles::template zero<2>(), Tiles::template zero<3>();
+  } else {
+    Tiles::template load<0>(at(0), cs), Tiles::template load<1>(at(1), cs);
+    Tiles::template load<2>(at(2), cs), Tiles::template load<3>(at(3), cs);
+  }
   constexpr int kSteps = Planes == 1 ? 1 : 4;
   constexpr int kPlaneA[4] = {0, 0, 1, 1}, kPlaneB[4] = {0, 1, 1, 0};
   for (int64_t st = s0; st < s0 + n; ++st) {
@@ -70,14 +80,8 @@ void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const i
       }
     }
   }
-  const int64_t cs = ldc * 4;
-  if constexpr (FG == 2) {
-    Tiles::template store<0>(c, cs), Tiles::template store<1>(c + 16, cs);
-    Tiles::template store<2>(c + 16 * ldc, cs), Tiles::template store<3>(c + 16 * ldc + 16, cs);
-  } else {
-    Tiles::template store<0>(c, cs), Tiles::template store<1>(c + 16, cs);
-    Tiles::template store<2>(c + 32, cs), Tiles::template store<3>(c + 48, cs);
-  }
+  Tiles::template store<0>(at(0), cs), Tiles::template store<1>(at(1), cs);
+  Tiles::template store<2>(at(2), cs), Tiles::template store<3>(at(3), cs);
 }
 
 // Steps per chunk of the reduction: a function of the shape only. At least 32 steps (1024
@@ -97,10 +101,10 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
   // references (a thread_local named in a lambda is the running thread's own).
   thread_local Image img_buf;
   thread_local WgradPlan plan_buf;
-  thread_local std::vector<float> part_buf;
+  thread_local aligned_vector<float> part_buf;
   Image& img = img_buf;
   WgradPlan& pl = plan_buf;
-  std::vector<float>& part = part_buf;
+  aligned_vector<float>& part = part_buf;
   const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
   if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
   pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.K = s.K;
@@ -150,47 +154,48 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
       interleave_pairs(z + t0, t1 - t0, n - t0, s.C, v + t0);  // pairs reach into the next block
     });
   }
-  // The output's columns (kernel row, group of 16 values) and filter groups, in tasks of FG x EG
-  // tiles per chunk.
-  const int64_t RSC = s.R * pl.SC(), wsize = s.K * RSC;
+  // Per chunk and filter set, one task: the chunk's steps in sub-ranges of kSub (their gyT and
+  // pairs stay in L1 while every column set of FG x EG tiles runs over them), the tiles
+  // accumulating in the chunk's partial, laid out [Kp][R][groups*16] (whole tiles).
+  const int64_t SC = pl.SC(), RG = s.R * pl.groups * 16, wsize = pl.Kp * RG;
   const int64_t chunk = wgrad_chunk_steps(pl.steps, wsize), chunks = (pl.steps + chunk - 1) / chunk;
-  const int64_t EG = wide ? 2 : 4, FG = wide ? 2 : 1;
+  const int64_t EG = wide ? 2 : 4, FG = wide ? 2 : 1, kSub = 8;
   const int64_t columns = s.R * pl.groups, col_sets = (columns + EG - 1) / EG, fsets = pl.Kp / (16 * FG);
-  part.resize(static_cast<size_t>(chunks * wsize));
-  const int64_t tasks = chunks * fsets * col_sets;
+  if (static_cast<int64_t>(part.size()) < chunks * wsize) part.resize(static_cast<size_t>(chunks * wsize));
+  const int64_t tasks = chunks * fsets;
   parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t task) {
-    const int64_t ch = task / (fsets * col_sets), fs = (task / col_sets) % fsets, cset = task % col_sets;
-    int64_t cols[4];
-    for (int64_t e = 0; e < EG; ++e) cols[e] = std::min(columns - 1, cset * EG + e);  // a short set repeats its last
-    float c[32 * 64];
-    const int64_t ldc = EG * 16, s0 = ch * chunk, n = std::min(chunk, pl.steps - s0);
+    const int64_t ch = task / fsets, fs = task % fsets, s_end = std::min(pl.steps, (ch + 1) * chunk);
+    float* out = part.data() + ch * wsize + fs * FG * 16 * RG;
     amx::begin<Tiles>();
-    if (wide)
-      wgrad_block<Tiles, Planes, 2, 2>(pl, s0, n, fs * 2, cols, c, ldc);
-    else
-      wgrad_block<Tiles, Planes, 1, 4>(pl, s0, n, fs, cols, c, ldc);
-    amx::end<Tiles>();
-    float* out = part.data() + ch * wsize;
-    for (int64_t fg = 0; fg < FG; ++fg)
-      for (int64_t e = 0; e < EG; ++e) {
-        const int64_t r = cols[e] / pl.groups, v0 = (cols[e] % pl.groups) * 16, nv = std::min<int64_t>(16, pl.SC() - v0);
-        for (int64_t f = 0; f < 16; ++f) {
-          const int64_t k = (fs * FG + fg) * 16 + f;
-          if (k >= s.K) break;
-          std::copy_n(c + (fg * 16 + f) * ldc + e * 16, nv, out + k * RSC + r * pl.SC() + v0);
+    for (int64_t s0 = ch * chunk; s0 < s_end; s0 += kSub) {
+      const int64_t n = std::min(kSub, s_end - s0);
+      for (int64_t cset = 0; cset < col_sets; ++cset) {
+        int64_t cols[4], col_at[4];
+        for (int64_t e = 0; e < EG; ++e) {
+          cols[e] = std::min(columns - 1, cset * EG + e);  // a short set repeats its last column
+          col_at[e] = (cols[e] / pl.groups) * pl.groups * 16 + (cols[e] % pl.groups) * 16;
         }
+        if (wide)
+          wgrad_block<Tiles, Planes, 2, 2>(pl, s0, n, fs * 2, cols, col_at, out, RG, s0 == ch * chunk);
+        else
+          wgrad_block<Tiles, Planes, 1, 4>(pl, s0, n, fs, cols, col_at, out, RG, s0 == ch * chunk);
       }
+    }
+    amx::end<Tiles>();
   });
-  // The partials summed in chunk order, rounded once into gw.
-  const gemm::Output o{gw, dtype_of<T>::value, 1, 1, 0, 0, 0, 1};
-  const int64_t block = gemm::NC;
-  parallel_static(wsize * chunks < (1 << 16) ? 1 : threads, (wsize + block - 1) / block, [&](int64_t eb) {
-    const int64_t e0 = eb * block, len = std::min(block, wsize - e0);
-    float sum[gemm::NC];
-    std::copy_n(part.data() + e0, len, sum);
-    for (int64_t c = 1; c < chunks; ++c)
-      for (int64_t e = 0; e < len; ++e) sum[e] += part[static_cast<size_t>(c * wsize + e0 + e)];
-    gemm::store_tile<float>(sum, 0, 0, 1, e0, len, o, gemm::Epilogue<float>{});
+  // The partials summed in chunk order (filters k < K, values v < S*C of each kernel row),
+  // rounded once into gw [K][R][S*C].
+  thread_local aligned_vector<float> sum_buf;
+  aligned_vector<float>& sum = sum_buf;
+  if (static_cast<int64_t>(sum.size()) < s.K * RG) sum.resize(static_cast<size_t>(s.K * RG));
+  parallel_static(s.K * RG * chunks < (1 << 16) ? 1 : threads, s.K, [&](int64_t k) {
+    float* d = sum.data() + k * RG;
+    std::copy_n(part.data() + k * RG, RG, d);
+    for (int64_t c = 1; c < chunks; ++c) {
+      const float* src = part.data() + c * wsize + k * RG;
+      for (int64_t e = 0; e < RG; ++e) d[e] += src[e];
+    }
+    store_rows(d, pl.groups * 16, s.R, SC, nullptr, gw + k * s.R * SC, SC);
   });
   return true;
 }

@@ -292,3 +292,31 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the AVX-512 row conversions give the sc
       CHECK(a == b);  // the planes and the untouched words past the run
     }
 }
+
+TEST_CASE("conv2d on AMX tiles: image pairs and the gy transposition give the plain loops' words", "[conv2d][amx]") {
+  std::vector<uint16_t> z(3000);
+  for (size_t i = 0; i < z.size(); ++i) z[i] = static_cast<uint16_t>(i * 40503u + 17u);
+  for (int64_t C : {1, 4, 16, 32, 48})
+    for (int64_t count : {0, 1, 15, 16, 33, 100, 1000})
+      for (int64_t avail : {count, count + C - 1, count + C + 40}) {
+        INFO("C " << C << " count " << count << " avail " << avail);
+        std::vector<uint32_t> v(static_cast<size_t>(count) + 8, 0xDEADBEEFu);
+        cpu::amx_conv::interleave_pairs(z.data(), count, avail, C, v.data());
+        int64_t bad = 0;
+        for (int64_t t = 0; t < count; ++t)
+          bad += v[static_cast<size_t>(t)] != (z[static_cast<size_t>(t)] |
+                                               (t + C < avail ? uint32_t(z[static_cast<size_t>(t + C)]) << 16 : 0u));
+        CHECK(bad == 0);
+        CHECK(v[static_cast<size_t>(count)] == 0xDEADBEEFu);  // nothing written past count
+      }
+  for (int64_t rows : {1, 16, 32, 37})
+    for (int64_t cols : {1, 16, 20, 48}) {
+      INFO(rows << " x " << cols);
+      std::vector<uint16_t> t(static_cast<size_t>(cols * 40), 0);
+      cpu::amx_conv::transpose16(z.data(), rows, cols, cols + 3, t.data(), 40);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) bad += t[static_cast<size_t>(j * 40 + i)] != z[static_cast<size_t>(i * (cols + 3) + j)];
+      CHECK(bad == 0);
+    }
+}
