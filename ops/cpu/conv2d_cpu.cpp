@@ -175,9 +175,10 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
 // - at least 16 values per kernel row (the first layer's 3 lost: forward 0.09 -> 0.12 ms);
 //   f16, four plane products per product, at least 32 (1x1 32->16 @64 0.30 -> 0.25 won,
 //   1x1 16->4 lost) and 16 filters (its input gradient's one filter: 0.12 -> 0.35 ms);
-// - weight gradient: 3x3 kernels of at least 16 input channels in bf16 (32->32 @32 0.66 ->
-//   0.35 ms, 64->32 @32 1.23 -> 0.61; 1x1 and @4-8 lost), at least 128 in f16 (128->64 @16
-//   1.24 -> 0.94; 32->32 @32 lost 0.58 -> 0.68).
+// - weight gradient (its reduction is over pixels, so short rows cost little): bf16 from 4
+//   input channels (3x3 32->32 @32 0.66 -> 0.16 ms, 256->128 @8 0.69 -> 0.27, 1x1 16->4
+//   @64 0.29 -> 0.17; the first layer's one channel lost 0.16 -> 0.23); f16 3x3 kernels from
+//   16 input channels (64->32 @32 1.23 -> 0.72; 1x1 lost, 256->128 @8 0.15 -> 0.21).
 template <class T>
 constexpr bool on_tiles_type() {
   return std::is_same_v<T, bfloat16> || std::is_same_v<T, half>;
@@ -192,9 +193,8 @@ bool amx_wins(const Geometry& g, AmxPass pass) {
 }
 template <class T>
 bool amx_wgrad_wins(const Geometry& g) {
-  if (g.R * g.S == 1) return false;
-  if constexpr (std::is_same_v<T, half>) return g.Q >= 8 && g.C >= 128;
-  return g.Q >= 16 && g.C >= 16;
+  if constexpr (std::is_same_v<T, half>) return g.R * g.S > 1 && g.C >= 16;
+  return g.C >= 4;
 }
 template <class T>
 bool amx_forward_fits(const Geometry& g) {
