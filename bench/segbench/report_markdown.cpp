@@ -19,7 +19,7 @@ const char* const kCpuNote =
     "accumulate in f32 and round each result once, which gives the rounding, overflow and underflow of f16/bf16 "
     "exactly, but at the speed of f32 arithmetic plus conversions. So the speed-up column says n/a for those "
     "modes (the measured ratio is in parentheses) and none of these timings predicts a GPU. The AMX path "
-    "multiplies natively (bf16, and f16 as exact bf16 hi + lo pairs, in the convolutions above 32 channels; its "
+    "multiplies natively (bf16, and f16 as exact bf16 hi + lo pairs, in nearly every convolution; its "
     "tile unit sums in an order of its own, within f32 accumulation's bound), and so "
     "does AVX-512 for bf16 where the machine line says vdpbf16ps was chosen (it is where it outpaces the f32 "
     "FMA; the sums are the same bits): there the column shows the measured ratio. What carries over to a GPU is the range behaviour (overflow, underflow, "

@@ -148,9 +148,9 @@ std::string cpu_path_text(const Report& r) {
   for (const RunResult& run : r.runs)
     if (run.device == "cpu" && !run.cpu_isa.empty())
       return "CPU kernel path " + run.cpu_isa +
-             (run.cpu_isa == "amx" ? " (bf16 and f16 matrix products on AMX tiles, f16 as exact bf16 hi + lo pairs: the "
-                                     "forward and input gradient above 32 channels, the weight gradient from 64 (bf16) "
-                                     "or 128 (f16) filters; smaller layers and elementwise ops widened to f32)"
+             (run.cpu_isa == "amx" ? " (bf16 and f16 convolutions on AMX tiles, f16 as exact bf16 hi + lo pairs: most "
+                                     "read straight from the padded image, the rest through the GEMM engine's tiles; "
+                                     "the few-channel first layer and head, and elementwise ops, widened to f32)"
               : run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0
                   ? " (bf16 matrix products of the forward and input gradient on vdpbf16ps, measured at " +
                         fixed(run.cpu_dot_vs_fma, 2) +
