@@ -168,13 +168,16 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
 // and column dilation, on a CPU whose tile unit passed its self-check. Chosen per pass where
 // measured to win over the engine and the f32 direct tiles (Xeon with AMX, 2026-12-06,
 // bench/conv_wgrad --width 16, 2 threads, after the tile buffers were aligned):
-// - rows of at least 16 pixels (8 for the bf16 forward): the flat padded grid computes
-//   Wp = Q + S - 1 columns per row, and 64-pixel blocks, so short rows are mostly waste
-//   (bf16 3x3 128->256 @4 forward 0.16 -> 0.25 ms; @8: forward 128->128 0.22 -> 0.18 won,
-//   input gradient 256->128 0.30 -> 0.50 lost);
-// - at least 16 values per kernel row (the first layer's 3 lost: forward 0.09 -> 0.12 ms);
-//   f16, four plane products per product, at least 32 (1x1 32->16 @64 0.30 -> 0.25 won,
-//   1x1 16->4 lost) and 16 filters (its input gradient's one filter: 0.12 -> 0.35 ms);
+// - rows of at least 16 pixels, or 8 with at most 64 filters (the bf16 forward: any 8): the
+//   flat padded grid computes Wp = Q + S - 1 columns per row in 64-pixel blocks, so short
+//   rows are mostly waste (bf16 3x3 128->256 @4 forward 0.16 -> 0.25 ms; @8 the bf16 input
+//   gradient 32->64 0.17 -> 0.05 won, 256->128 0.30 -> 0.50 lost; f16 forward 128->64 @8
+//   0.53 -> 0.36 won, 64->128 @8 0.20 -> 0.22 lost);
+// - at least 16 values per kernel row in bf16 (the first layer's 3 lost: forward 0.09 ->
+//   0.12 ms); f16, four plane products per product, 24 for a 3x3 kernel (8->8 @64 forward
+//   0.50 -> 0.44 ms) and 32 channels for 1x1 (16->8 @64 lost 0.27 -> 0.31);
+// - at least 8 filters, 4 for the bf16 forward (the first layer's input gradient, one
+//   filter, lost 0.15 -> 0.26 ms);
 // - weight gradient (its reduction is over pixels, so short rows cost little): bf16 from 4
 //   input channels (3x3 32->32 @32 0.66 -> 0.16 ms, 256->128 @8 0.69 -> 0.27, 1x1 16->4
 //   @64 0.29 -> 0.17; the first layer's one channel lost 0.16 -> 0.23); f16 3x3 kernels from
@@ -188,8 +191,10 @@ template <class T>
 bool amx_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
-  if constexpr (std::is_same_v<T, half>) return rows >= 16 && g.S * channels >= 32 && filters >= 16;
-  return rows >= (fwd ? 8 : 16) && g.S * channels >= 16 && filters >= (fwd ? 4 : 16);
+  const bool long_rows = rows >= 16 || (rows >= 8 && filters <= 64);
+  if constexpr (std::is_same_v<T, half>)
+    return long_rows && filters >= 8 && (g.R * g.S > 1 ? g.S * channels >= 24 : channels >= 32);
+  return (fwd ? rows >= 8 : long_rows) && g.S * channels >= 16 && filters >= (fwd ? 4 : 8);
 }
 template <class T>
 bool amx_wgrad_wins(const Geometry& g) {
