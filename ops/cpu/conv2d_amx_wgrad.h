@@ -91,6 +91,45 @@ inline int64_t wgrad_chunk_steps(int64_t steps, int64_t wsize) {
   return std::max({int64_t{32}, (steps + 63) / 64, (steps + max_chunks - 1) / max_chunks});
 }
 
+// The image's pairs (Z[t], Z[t + C]) of the zero-padded image Z (x with `top` / `left` zero
+// rows / columns, Hp x Wp), built straight from x a padded row at a time: the row (and the
+// next row's first C values, which its last pixel pairs with) converted into a small buffer,
+// then interleaved. geo gets the padded image's geometry (no storage). False when a value is
+// not one the unit multiplies exactly.
+template <class T>
+bool pair_image(WgradPlan& pl, Image& geo, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
+                int64_t left, int64_t Hp, int64_t Wp, int threads) {
+  constexpr int P = planes_of<T>();
+  geo.N = N, geo.Hp = Hp, geo.Wp = Wp, geo.C = C, geo.planes = P;
+  geo.plane = N * Hp * Wp * C + 128 * C + 4 * Wp * C + 256;  // as pad_image: slack past the last row
+  if (static_cast<int64_t>(pl.pairs.size()) < P * geo.plane) pl.pairs.resize(static_cast<size_t>(P * geo.plane));
+  const int64_t rows = N * Hp, row = Wp * C, w_in = std::min(W, Wp - left);
+  std::vector<char> bad(static_cast<size_t>(rows), 0);
+  // Converts padded row r's values [0, len) (len <= row) into d[p] (zeros where padding).
+  auto convert = [&](int64_t r, int64_t len, uint16_t* const d[2]) {
+    for (int p = 0; p < P; ++p) std::fill_n(d[p], len, uint16_t(0));
+    const int64_t n = r / Hp, h = r % Hp - top;
+    if (r >= rows || h < 0 || h >= H || len <= left * C) return true;
+    const int64_t vals = std::min(w_in * C, len - left * C);
+    uint16_t* const dd[2] = {d[0] + left * C, P == 2 ? d[1] + left * C : nullptr};
+    return to_planes(x + (n * H + h) * W * C, vals, dd);
+  };
+  parallel_static(rows * row < (1 << 16) ? 1 : threads, rows, [&](int64_t r) {
+    thread_local std::vector<uint16_t> buf_tls;
+    std::vector<uint16_t>& buf = buf_tls;
+    const int64_t len = row + C;
+    if (static_cast<int64_t>(buf.size()) < 2 * len) buf.resize(static_cast<size_t>(2 * len));
+    uint16_t* const d[2] = {buf.data(), buf.data() + len};
+    uint16_t* const next[2] = {d[0] + row, d[1] + row};
+    const bool ok = convert(r, row, d) && convert(r + 1, C, next);
+    bad[static_cast<size_t>(r)] = !ok;
+    for (int p = 0; p < P; ++p) interleave_pairs(d[p], row, len, C, pl.pairs.data() + p * geo.plane + r * row);
+  });
+  for (int p = 0; p < P; ++p)
+    std::fill(pl.pairs.data() + p * geo.plane + rows * row, pl.pairs.data() + (p + 1) * geo.plane, 0u);
+  return std::find(bad.begin(), bad.end(), 1) == bad.end();
+}
+
 // gw [K, R, S, C] (T, rounded once) = the weight gradient of y = conv(x, w) (sizes s, unit
 // strides and column dilation) from gy; false, nothing written, when a value of x or gy is not
 // one the unit multiplies exactly.
@@ -106,7 +145,7 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
   WgradPlan& pl = plan_buf;
   aligned_vector<float>& part = part_buf;
   const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
-  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
+  if (!pair_image(pl, img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp, threads)) return false;
   pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.K = s.K;
   const bool wide = s.K > 16;  // tiles of 2 filter groups x 2 columns, else 1 x 4
   pl.Kp = wide ? (s.K + 31) / 32 * 32 : 16;
@@ -140,18 +179,6 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
         transpose16(dst[p] + st * 32 * K, 32, K, K, t, 32);
         std::fill(t + K * 32, t + pl.Kp * 32, uint16_t(0));  // the padding filters
       }
-    });
-  }
-  // The image's pairs (Z[t], Z[t + C]).
-  pl.pairs.resize(static_cast<size_t>(Planes * img.plane));
-  {
-    const int64_t n = img.plane, blocks = (n + 65535) / 65536;
-    parallel_static(blocks < 4 ? 1 : threads, Planes * blocks, [&](int64_t b) {
-      const int p = static_cast<int>(b / blocks);
-      const int64_t t0 = (b % blocks) * 65536, t1 = std::min(n, t0 + 65536);
-      const uint16_t* z = img.data(p);
-      uint32_t* v = pl.pairs.data() + p * n;
-      interleave_pairs(z + t0, t1 - t0, n - t0, s.C, v + t0);  // pairs reach into the next block
     });
   }
   // Per chunk and filter set, one task: the chunk's steps in sub-ranges of kSub (their gyT and
