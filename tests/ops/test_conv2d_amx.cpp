@@ -51,14 +51,10 @@ std::vector<T> values(int64_t n, uint64_t seed, double scale) {
   return v;
 }
 
-// Forward (dgrad = false: y from x) or input gradient (gx from gy) against f64 loops over the
-// same taps: |got - ref| <= u |ref| + (4 terms + 2) 2^-24 sum |products| (+ f16's subnormal step).
-template <class T>
-void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, const std::vector<T>& w,
-                       const std::vector<float>& bias, const std::vector<T>& got) {
-  const int64_t F = dgrad ? s.C : s.K;
-  std::vector<double> ref(got.size()), mag(got.size());
-  for (size_t i = 0; i < ref.size(); ++i) ref[i] = bias[i % static_cast<size_t>(F)], mag[i] = std::fabs(ref[i]);
+// Calls f(y index, x index, w index) for every product of the convolution (its taps that
+// land inside the image).
+template <class F>
+void each_product(const Sizes& s, F f) {
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t p = 0; p < s.P; ++p)
       for (int64_t q = 0; q < s.Q; ++q)
@@ -67,25 +63,42 @@ void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, con
             const int64_t h = p - s.ph + r * s.dh, v = q - s.pw + t;
             if (h < 0 || h >= s.H || v < 0 || v >= s.W) continue;
             for (int64_t k = 0; k < s.K; ++k)
-              for (int64_t c = 0; c < s.C; ++c) {
-                const int64_t yi = ((n * s.P + p) * s.Q + q) * s.K + k, xi = ((n * s.H + h) * s.W + v) * s.C + c;
-                const double prod = static_cast<double>(load(in[static_cast<size_t>(dgrad ? yi : xi)])) *
-                                    load(w[static_cast<size_t>(((k * s.R + r) * s.S + t) * s.C + c)]);
-                const size_t o = static_cast<size_t>(dgrad ? xi : yi);
-                ref[o] += prod, mag[o] += std::fabs(prod);
-              }
+              for (int64_t c = 0; c < s.C; ++c)
+                f(((n * s.P + p) * s.Q + q) * s.K + k, ((n * s.H + h) * s.W + v) * s.C + c,
+                  ((k * s.R + r) * s.S + t) * s.C + c);
           }
+}
+
+// got against the f64 sums ref (with sum |products| mag) of up to `terms` products each:
+// |got - ref| <= u |ref| + (4 terms + 2) 2^-24 mag (+ f16's subnormal step).
+template <class T>
+void check_bound(const std::vector<double>& ref, const std::vector<double>& mag, const std::vector<T>& got,
+                 int64_t terms) {
   const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, tiny = std::is_same_v<T, half> ? 0x1p-25 : 0.0;
-  const double terms = static_cast<double>(s.R * s.S * (dgrad ? s.K : s.C));
   int64_t bad = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = load(got[i]), bound = u * std::fabs(ref[i]) + (4 * terms + 2) * 0x1p-24 * mag[i] + tiny;
+    const double g = load(got[i]), bound = u * std::fabs(ref[i]) + (4.0 * terms + 2) * 0x1p-24 * mag[i] + tiny;
     if (!(std::fabs(g - ref[i]) <= bound) && bad++ < 5) {
       INFO("element " << i << " got " << g << " want " << ref[i] << " bound " << bound);
       CHECK(false);
     }
   }
   CHECK(bad == 0);
+}
+
+// Forward (dgrad = false: y from x) or input gradient (gx from gy) against f64 loops.
+template <class T>
+void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, const std::vector<T>& w,
+                       const std::vector<float>& bias, const std::vector<T>& got) {
+  const int64_t F = dgrad ? s.C : s.K;
+  std::vector<double> ref(got.size()), mag(got.size());
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = bias[i % static_cast<size_t>(F)], mag[i] = std::fabs(ref[i]);
+  each_product(s, [&](int64_t yi, int64_t xi, int64_t wi) {
+    const double prod = static_cast<double>(load(in[static_cast<size_t>(dgrad ? yi : xi)])) * load(w[static_cast<size_t>(wi)]);
+    const size_t o = static_cast<size_t>(dgrad ? xi : yi);
+    ref[o] += prod, mag[o] += std::fabs(prod);
+  });
+  check_bound(ref, mag, got, s.R * s.S * (dgrad ? s.K : s.C));
 }
 
 // The tile unit itself: run_checked's stand-in for a `Tiles` type (the entry points).
@@ -125,32 +138,11 @@ std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed) {
     ran = cpu::amx_conv::wgrad_on<Tiles>(s, gy.data(), x.data(), gw.data(), threads);
   REQUIRE(ran);
   std::vector<double> ref(gw.size(), 0.0), mag(gw.size(), 0.0);
-  for (int64_t n = 0; n < s.N; ++n)
-    for (int64_t p = 0; p < s.P; ++p)
-      for (int64_t q = 0; q < s.Q; ++q)
-        for (int64_t r = 0; r < s.R; ++r)
-          for (int64_t t = 0; t < s.S; ++t) {
-            const int64_t h = p - s.ph + r * s.dh, v = q - s.pw + t;
-            if (h < 0 || h >= s.H || v < 0 || v >= s.W) continue;
-            for (int64_t k = 0; k < s.K; ++k)
-              for (int64_t c = 0; c < s.C; ++c) {
-                const double prod = static_cast<double>(load(gy[static_cast<size_t>(((n * s.P + p) * s.Q + q) * s.K + k)])) *
-                                    load(x[static_cast<size_t>(((n * s.H + h) * s.W + v) * s.C + c)]);
-                const size_t o = static_cast<size_t>(((k * s.R + r) * s.S + t) * s.C + c);
-                ref[o] += prod, mag[o] += std::fabs(prod);
-              }
-          }
-  const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, tiny = std::is_same_v<T, half> ? 0x1p-25 : 0.0;
-  const double terms = static_cast<double>(s.N * s.P * s.Q);
-  int64_t bad = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = load(gw[i]), bound = u * std::fabs(ref[i]) + (4 * terms + 2) * 0x1p-24 * mag[i] + tiny;
-    if (!(std::fabs(g - ref[i]) <= bound) && bad++ < 5) {
-      INFO("weight " << i << " got " << g << " want " << ref[i] << " bound " << bound);
-      CHECK(false);
-    }
-  }
-  CHECK(bad == 0);
+  each_product(s, [&](int64_t yi, int64_t xi, int64_t wi) {
+    const double prod = static_cast<double>(load(gy[static_cast<size_t>(yi)])) * load(x[static_cast<size_t>(xi)]);
+    ref[static_cast<size_t>(wi)] += prod, mag[static_cast<size_t>(wi)] += std::fabs(prod);
+  });
+  check_bound(ref, mag, gw, s.N * s.P * s.Q);
   return gw;
 }
 
