@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/best_seconds.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "ops/cpu/conv2d_amx.h"
 
 using namespace hg;
 
@@ -43,10 +45,11 @@ std::string layer_name(const Layer& l) {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [--width 8|16|32] [FILTER]\n"
+               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [--width 8|16|32] [--compare-tiles] [FILTER]\n"
                "  times the CPU conv2d weight gradient and forward on each U-Net layer shape, in f32, bf16\n"
                "  and f16 (or the one --dtype names); --width 16 / 32: the U-Net of that base width (channels\n"
-               "  x2 / x4, batch 8: torch_compare's other configurations);\n"
+               "  x2 / x4, batch 8: torch_compare's other configurations); --compare-tiles: each f16/bf16 layer\n"
+               "  also without the direct tile convolution (AMX, or vdpbf16ps), rounds interleaved (row 'off');\n"
                "  FILTER runs only the layers whose name contains it (e.g. '3x3 8->16'); threads: OMP_NUM_THREADS\n");
 }
 
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   const char* only = nullptr;  // run only layers whose name contains this
   std::vector<DType> dtypes{f32, bf16, f16};
   int64_t width = 8;
+  bool compare_tiles = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--width") == 0) {
       const std::string w = i + 1 < argc ? argv[++i] : "";
@@ -73,6 +77,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       dtypes = {d == "f32" ? f32 : d == "bf16" ? bf16 : f16};
+      continue;
+    }
+    if (std::strcmp(argv[i], "--compare-tiles") == 0) {
+      compare_tiles = true;
       continue;
     }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
@@ -102,7 +110,8 @@ int main(int argc, char** argv) {
               "ratio", "dgrad ms", "GFLOP/s");
   double worst = 1e30;
   for (DType dt : dtypes) {
-    double total_w = 0, total_f = 0, total_d = 0;
+    double total_w[2] = {}, total_f[2] = {}, total_d[2] = {};
+    int variants = 1;
     for (Layer l : kLayers) {
       l = scaled(l, scale);
       const std::string name = layer_name(l);
@@ -113,21 +122,29 @@ int main(int argc, char** argv) {
       Tensor w = randn({l.cout, l.k, l.k, l.cin}, {dt}, &g);
       Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt}), y = empty({N, l.hw, l.hw, l.cout}, {dt});
       Tensor gx = empty({N, l.hw, l.hw, l.cin}, {dt});
-      // Interleaved: each round times one wgrad, one forward and one dgrad; the best of each is kept.
-      double sw = 1e30, sf = 1e30, sd = 1e30;
-      for (int round = 0; round < 6; ++round) {
-        sw = std::min(sw, bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.03, 8));
-        sf = std::min(sf, bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); }, 0.03, 8));
-        sd = std::min(sd, bench::best_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, Tensor(), gx, p); }, 0.03, 8));
-      }
+      // Interleaved: each round times one wgrad, one forward and one dgrad (per variant: with
+      // and, for --compare-tiles, without the tile convolution); the best of each is kept.
+      variants = compare_tiles && dt != f32 ? 2 : 1;
+      double sw[2] = {1e30, 1e30}, sf[2] = {1e30, 1e30}, sd[2] = {1e30, 1e30};
+      for (int round = 0; round < 6; ++round)
+        for (int v = 0; v < variants; ++v) {
+          std::optional<cpu::amx_conv::TilesOff> off;
+          if (v == 1) off.emplace();
+          sw[v] = std::min(sw[v], bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.03, 8));
+          sf[v] = std::min(sf[v], bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); }, 0.03, 8));
+          sd[v] = std::min(sd[v], bench::best_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, Tensor(), gx, p); }, 0.03, 8));
+        }
       const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
-      total_w += sw, total_f += sf, total_d += sd;
-      worst = std::min(worst, sf / sw);
-      std::printf("%-18s %-5s %9.3f %9.1f %9.3f %9.1f %7.2f %9.3f %9.1f\n", name.c_str(), dtype_name(dt), sw * 1e3,
-                  flops / sw * 1e-9, sf * 1e3, flops / sf * 1e-9, sf / sw, sd * 1e3, flops / sd * 1e-9);
+      for (int v = 0; v < variants; ++v) total_w[v] += sw[v], total_f[v] += sf[v], total_d[v] += sd[v];
+      worst = std::min(worst, sf[0] / sw[0]);
+      for (int v = 0; v < variants; ++v)
+        std::printf("%-18s %-5s %9.3f %9.1f %9.3f %9.1f %7.2f %9.3f %9.1f\n", name.c_str(),
+                    v == 0 ? dtype_name(dt) : "off", sw[v] * 1e3, flops / sw[v] * 1e-9, sf[v] * 1e3,
+                    flops / sf[v] * 1e-9, sf[v] / sw[v], sd[v] * 1e3, flops / sd[v] * 1e-9);
     }
-    std::printf("%-18s %-5s %9.3f %9s %9.3f %9s %7.2f %9.3f\n", "all layers", dtype_name(dt), total_w * 1e3, "",
-                total_f * 1e3, "", total_f / total_w, total_d * 1e3);
+    for (int v = 0; v < variants; ++v)
+      std::printf("%-18s %-5s %9.3f %9s %9.3f %9s %7.2f %9.3f\n", "all layers", v == 0 ? dtype_name(dt) : "off",
+                  total_w[v] * 1e3, "", total_f[v] * 1e3, "", total_f[v] / total_w[v], total_d[v] * 1e3);
   }
   std::printf("lowest wgrad/forward ratio: %.2f (goal >= 0.75)\n", worst);
   return 0;

@@ -1,6 +1,6 @@
-// The direct AMX convolution (conv2d_amx.h) on the real tile unit, its entry points and its
-// first-use self-check. The kernels compile in an AMX target region (the library stays
-// x86-64-v3) and run only when isa() == amx.
+// The direct AMX convolution (conv2d_amx.h) on the real tile unit and on AVX512_BF16's
+// vdpbf16ps, its entry points and each unit's first-use self-check. The AMX kernels compile
+// in an AMX target region (the library stays x86-64-v3) and run only when isa() == amx.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "framework/cpu/isa.h"
 #include "framework/dtype.h"
 #include "ops/cpu/gemm/engine.h"
+#include "ops/cpu/gemm/kernel.h"
 #include "ops/cpu/loops.h"
 
 #if defined(__x86_64__)
@@ -37,6 +38,16 @@ template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, cons
 }  // namespace hg::cpu::amx_conv
 #pragma GCC pop_options
 #define HG_CONV_AMX 1
+// The same runs on AVX512_BF16 (vdpbf16ps); only its tile product uses AVX-512 (a function of
+// its own), so these compile for the library's baseline.
+#include "ops/cpu/gemm/amx_dpbf16.h"
+namespace hg::cpu::amx_conv {
+template bool forward_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
+                                                   bfloat16*, int);
+template bool dgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
+                                                 bfloat16*, int);
+template bool wgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
+}  // namespace hg::cpu::amx_conv
 #else
 #include "ops/cpu/conv2d_amx.h"
 #include "ops/cpu/conv2d_amx_wgrad.h"
@@ -260,7 +271,7 @@ namespace {
 // product for the f16 split): a unit that sums wrongly, reads the wrong rows or drops a
 // plane fails it.
 template <class T>
-bool check() {
+bool check(Unit unit_under_test) {
   const Sizes s{2, 9, 11, 5, 20, 3, 3, 9, 11, 1, 1, 1};
   std::vector<T> x(static_cast<size_t>(s.N * s.H * s.W * s.C)), w(static_cast<size_t>(s.K * s.R * s.S * s.C));
   uint32_t seed = 12345;
@@ -272,7 +283,7 @@ bool check() {
   for (T& v : w) v = store<T>(next() / 3.0);
   std::vector<float> bias(static_cast<size_t>(s.K), 0.25f);
   std::vector<T> yt(static_cast<size_t>(s.N * s.P * s.Q * s.K));
-  if (!forward<T>(s, x.data(), w.data(), bias.data(), yt.data(), 1)) return false;
+  if (!forward<T>(unit_under_test, s, x.data(), w.data(), bias.data(), yt.data(), 1)) return false;
   const double u = std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8, acc = 0x1p-24 * s.R * s.S * s.C * 8;
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t p = 0; p < s.P; ++p)
@@ -294,63 +305,90 @@ bool check() {
   return true;
 }
 
-std::once_flag g_once;
-std::atomic<bool> g_ok{false};
+// A unit's verdict: its self-check runs once, on first use.
+struct Verdict {
+  std::once_flag once;
+  std::atomic<bool> ok{false};
+};
+
+bool passes(Verdict& v, Unit u, const char* name) {
+  std::call_once(v.once, [&] {
+    const bool ok = check<bfloat16>(u) && (!multiplies<half>(u) || check<half>(u));
+    if (!ok)
+      std::fprintf(stderr,
+                   "halfgrad: the direct convolution on %s failed its self-check on this CPU; convolutions use the "
+                   "GEMM engine and the f32 tiles instead\n",
+                   name);
+    v.ok = ok;
+  });
+  return v.ok.load();
+}
+
+Verdict g_amx, g_dpbf16;
+std::atomic<int> g_off{0};
 
 }  // namespace
 
-bool available() {
-  if (isa() != Isa::amx) return false;
+TilesOff::TilesOff() { ++g_off; }
+TilesOff::~TilesOff() { --g_off; }
+
+Unit unit() {
+  if (g_off.load(std::memory_order_relaxed) > 0) return Unit::none;
+  if (isa() == Isa::amx) {
 #ifdef HG_CONV_AMX
-  std::call_once(g_once, [] {
-    const bool ok = check<bfloat16>() && check<half>();
-    if (!ok)
-      std::fprintf(stderr,
-                   "halfgrad: the AMX convolution failed its self-check on this CPU; convolutions use the GEMM "
-                   "engine instead\n");
-    g_ok = ok;
-  });
-  return g_ok.load();
-#else
-  return false;
+    if (passes(g_amx, Unit::amx, "the AMX tile unit")) return Unit::amx;
 #endif
+    return Unit::none;
+  }
+#if defined(__x86_64__)
+  if (isa() == Isa::avx512 && features().avx512_bf16 && gemm::avx512_bf16_dot_vs_fma() >= 1.3 &&
+      passes(g_dpbf16, Unit::dpbf16, "AVX512_BF16 (vdpbf16ps)"))
+    return Unit::dpbf16;
+#endif
+  return Unit::none;
 }
 
 template <class T>
-bool forward(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+bool forward(Unit u, const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+#if defined(__x86_64__)
+  if (u == Unit::dpbf16 && multiplies<T>(u)) return forward_on<amx::DotTiles>(s, x, w, bias, y, threads);
+#endif
 #ifdef HG_CONV_AMX
-  return forward_on<amx::HardwareTiles>(s, x, w, bias, y, threads);
-#else
+  if (u == Unit::amx) return forward_on<amx::HardwareTiles>(s, x, w, bias, y, threads);
+#endif
   (void)s, (void)x, (void)w, (void)bias, (void)y, (void)threads;
   return false;
-#endif
 }
 
 template <class T>
-bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+bool dgrad(Unit u, const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+#if defined(__x86_64__)
+  if (u == Unit::dpbf16 && multiplies<T>(u)) return dgrad_on<amx::DotTiles>(s, gy, w, bias, gx, threads);
+#endif
 #ifdef HG_CONV_AMX
-  return dgrad_on<amx::HardwareTiles>(s, gy, w, bias, gx, threads);
-#else
+  if (u == Unit::amx) return dgrad_on<amx::HardwareTiles>(s, gy, w, bias, gx, threads);
+#endif
   (void)s, (void)gy, (void)w, (void)bias, (void)gx, (void)threads;
   return false;
-#endif
 }
 
 template <class T>
-bool wgrad(const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
+bool wgrad(Unit u, const Sizes& s, const T* gy, const T* x, T* gw, int threads) {
+#if defined(__x86_64__)
+  if (u == Unit::dpbf16 && multiplies<T>(u)) return wgrad_on<amx::DotTiles>(s, gy, x, gw, threads);
+#endif
 #ifdef HG_CONV_AMX
-  return wgrad_on<amx::HardwareTiles>(s, gy, x, gw, threads);
-#else
+  if (u == Unit::amx) return wgrad_on<amx::HardwareTiles>(s, gy, x, gw, threads);
+#endif
   (void)s, (void)gy, (void)x, (void)gw, (void)threads;
   return false;
-#endif
 }
 
-template bool wgrad<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
-template bool wgrad<half>(const Sizes&, const half*, const half*, half*, int);
-template bool forward<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
-template bool forward<half>(const Sizes&, const half*, const half*, const float*, half*, int);
-template bool dgrad<bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
-template bool dgrad<half>(const Sizes&, const half*, const half*, const float*, half*, int);
+template bool wgrad<bfloat16>(Unit, const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
+template bool wgrad<half>(Unit, const Sizes&, const half*, const half*, half*, int);
+template bool forward<bfloat16>(Unit, const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool forward<half>(Unit, const Sizes&, const half*, const half*, const float*, half*, int);
+template bool dgrad<bfloat16>(Unit, const Sizes&, const bfloat16*, const bfloat16*, const float*, bfloat16*, int);
+template bool dgrad<half>(Unit, const Sizes&, const half*, const half*, const float*, half*, int);
 
 }  // namespace hg::cpu::amx_conv

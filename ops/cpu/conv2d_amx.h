@@ -9,12 +9,14 @@
 // values (the next pixel's) meet zero weights: exact, because the image is used only when
 // every value is finite and not below AMX's exact range (amx::amx_safe); otherwise the
 // caller takes another path. Written against amx.h's `Tiles`, so the model (amx_model.h)
-// runs it on any CPU. The unit sums the products of one step in its own order: results are
+// runs it on any CPU, and AVX512_BF16's vdpbf16ps (amx_dpbf16.h) runs its bf16 products on
+// CPUs without AMX. The unit sums the products of one step in its own order: results are
 // within the f32-accumulation bound of the exact sum, not bitwise the engine's.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "framework/dtype.h"
@@ -309,21 +311,40 @@ bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx,
   return true;
 }
 
-// Whether the tile unit runs this path now: isa() == amx and its first-use self-check passed.
-bool available();
+// The unit the tiles run on: the AMX tile unit (bf16, and f16 as two planes); AVX512_BF16's
+// vdpbf16ps (gemm/amx_dpbf16.h) on a CPU without AMX where that instruction does more
+// multiply-adds than the f32 FMA (the engine's probe, gemm::avx512_bf16_dot_vs_fma), bf16
+// only (f16's four plane products would lose to the f32 tiles); or none. unit() is the one
+// this CPU runs now: the best it has whose first-use self-check passed.
+enum class Unit { none, amx, dpbf16 };
+Unit unit();
+// While one lives, unit() is none on this process (the other paths alone: benchmarks compare
+// with them, tests pin their results).
+class TilesOff {
+ public:
+  TilesOff();
+  ~TilesOff();
+  TilesOff(const TilesOff&) = delete;
+  TilesOff& operator=(const TilesOff&) = delete;
+};
+// Whether the unit multiplies T (amx: bf16 and f16; dpbf16: bf16).
+template <class T>
+bool multiplies(Unit u) {
+  return u == Unit::amx || (u == Unit::dpbf16 && std::is_same_v<T, bfloat16>);
+}
 
 // The forward y = conv(x, w) + bias (bias: K f32 values or null), and the input gradient gx
 // = conv_transpose(gy, w) + bias (bias: C values or null; needs (R-1)*dh >= ph and S-1 >= pw),
-// on the tile unit (T = bfloat16, or half as two planes). They return false, having written
-// nothing, when a value of the operands is not one the unit multiplies exactly (non-finite,
-// or below 2^-56): the caller then takes the exact path.
+// on unit u (which must multiply T). They return false, having written nothing, when a value
+// of the operands is not one the unit multiplies exactly (non-finite, or below 2^-56): the
+// caller then takes the exact path.
 template <class T>
-bool forward(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads);
+bool forward(Unit u, const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads);
 template <class T>
-bool dgrad(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
+bool dgrad(Unit u, const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads);
 // The weight gradient gw [K, R, S, C] of the forward above from gy and x (conv2d_amx_wgrad.h),
 // rounded once; the same refusal.
 template <class T>
-bool wgrad(const Sizes& s, const T* gy, const T* x, T* gw, int threads);
+bool wgrad(Unit u, const Sizes& s, const T* gy, const T* x, T* gw, int threads);
 
 }  // namespace hg::cpu::amx_conv

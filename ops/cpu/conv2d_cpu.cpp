@@ -203,19 +203,53 @@ bool amx_wgrad_wins(const Geometry& g) {
   if constexpr (std::is_same_v<T, half>) return g.R * g.S > 1 && g.C >= 16;
   return g.C >= 4;
 }
+// On AVX512_BF16 without AMX (unit dpbf16, bf16 only): see dot_wins below.
 template <class T>
-bool amx_forward_fits(const Geometry& g) {
-  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wins<T>(g, AmxPass::forward) && amx_conv::available();
+bool dot_wins(const Geometry& g, AmxPass pass);
+template <class T>
+bool dot_wgrad_wins(const Geometry& g);
+
+// The direct convolution on unit u fits: one group, unit strides and column dilation, and
+// measured to win for this pass and shape on this unit.
+bool tile_geometry(const Geometry& g) { return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1; }
+template <class T>
+bool tiles_forward_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::forward) : dot_wins<T>(g, AmxPass::forward);
 }
 template <class T>
-bool amx_dgrad_fits(const Geometry& g) {
-  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && (g.R - 1) * g.dh >= g.ph && g.S - 1 >= g.pw &&
-         amx_wins<T>(g, AmxPass::dgrad) && amx_conv::available();
+bool tiles_dgrad_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || (g.R - 1) * g.dh < g.ph || g.S - 1 < g.pw || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::dgrad) : dot_wins<T>(g, AmxPass::dgrad);
 }
 template <class T>
-bool amx_wgrad_fits(const Geometry& g) {
-  return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && amx_wgrad_wins<T>(g) && amx_conv::available();
+bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wgrad_wins<T>(g) : dot_wgrad_wins<T>(g);
 }
+// bf16 on vdpbf16ps (unit dpbf16: AMD Zen 5, 2026-12-06, bench/conv_wgrad --compare-tiles
+// --width 8 / 16, 2 threads, against the f32 direct tiles and the engine's pair kernel):
+// - forward and input gradient on rows of at least 16 pixels, or 8 with 64-128 filters (rows
+//   of 4 lost: w8 3x3 128->128 @4 forward 0.35 -> 0.44 ms; 256 filters at 8 lost: the input
+//   gradient of w16 256->128 @8 0.83 -> 0.95; 32 filters at 8 lost to the f32 zmm tile: the
+//   input gradient of 32->64 @8 0.09 -> 0.13), and with 64 filters or 96 values per kernel
+//   row (w16 64->64 @16 forward 0.89 -> 0.29 ms, 32->32 @32 0.33 -> 0.29; 16->16 @64 lost
+//   0.41 -> 0.46, 1x1 64->32 @32 0.10 -> 0.13: the f32 tiles of 16 and 32 filters are fast);
+// - weight gradient from 16 input channels and 16 filters (w16 64->64 @16 1.05 -> 0.48 ms,
+//   32->32 @32 0.51 -> 0.43; 8 channels lost, w8 8->8 @64 0.61 -> 0.89; so did 8 filters,
+//   16->8 @64 1.08 -> 1.37).
+template <class T>
+bool dot_wins(const Geometry& g, AmxPass pass) {
+  const bool fwd = pass == AmxPass::forward;
+  const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
+  const bool long_rows = rows >= 16 || (rows >= 8 && filters >= 64 && filters <= 128);
+  return long_rows && (filters >= 64 || g.S * channels >= 96);
+}
+template <class T>
+bool dot_wgrad_wins(const Geometry& g) {
+  return g.C >= 16 && g.K >= 16;
+}
+
 amx_conv::Sizes amx_shape(const Geometry& g) {
   return {g.N, g.H, g.W, g.C, g.K, g.R, g.S, g.P, g.Q, g.ph, g.pw, g.dh};
 }
@@ -226,8 +260,9 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
   const Geometry g = geometry(xt, wt, yt, prm);
   const std::vector<Acc> b32 = widened_bias<T>(bias);
   if constexpr (on_tiles_type<T>())
-    if (amx_forward_fits<T>(g) && amx_conv::forward<T>(amx_shape(g), xt.data<T>(), wt.data<T>(),
-                                                    b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads()))
+    if (const amx_conv::Unit u = amx_conv::unit();
+        tiles_forward_fit<T>(g, u) && amx_conv::forward<T>(u, amx_shape(g), xt.data<T>(), wt.data<T>(),
+                                                           b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads()))
       return;
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_forward_fits(g))
@@ -307,8 +342,9 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
   const std::vector<Acc> b32 = widened_bias<T>(bias);
   const T* w = wt.data<T>();
   if constexpr (on_tiles_type<T>())
-    if (amx_dgrad_fits<T>(g) && amx_conv::dgrad<T>(amx_shape(g), gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(),
-                                                gxt.data<T>(), op_threads()))
+    if (const amx_conv::Unit u = amx_conv::unit();
+        tiles_dgrad_fit<T>(g, u) && amx_conv::dgrad<T>(u, amx_shape(g), gyt.data<T>(), w,
+                                                       b32.empty() ? nullptr : b32.data(), gxt.data<T>(), op_threads()))
       return;
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(), gxt);
@@ -449,7 +485,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   Acc* part = partial.data();
   const int threads = op_threads();
   if constexpr (on_tiles_type<T>())
-    if (amx_wgrad_fits<T>(g) && amx_conv::wgrad<T>(amx_shape(g), gyt.data<T>(), xt.data<T>(), gwt.data<T>(), threads))
+    if (const amx_conv::Unit u = amx_conv::unit();
+        tiles_wgrad_fit<T>(g, u) && amx_conv::wgrad<T>(u, amx_shape(g), gyt.data<T>(), xt.data<T>(), gwt.data<T>(), threads))
       return;
   if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, float>)
     if (const gemm::Kernel<float>& unit = gemm::kernel_for_values<T>(); wgrad_unit_wins(g, unit))

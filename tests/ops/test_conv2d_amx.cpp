@@ -1,8 +1,8 @@
 // The direct AMX convolution (ops/cpu/conv2d_amx.h, conv2d_amx_wgrad.h): forward, stride-1
 // input gradient and weight gradient of
 // bf16 and f16 (hi + lo planes) against f64 loops with the f32-accumulation bound, on the
-// scalar tile model (every CPU) and on the tile unit (AMX hosts; skipped elsewhere, naming
-// what is missing); results independent of the thread count; operands the unit would not
+// scalar tile model (every CPU), on the tile unit (AMX hosts) and with the tile products on
+// vdpbf16ps (AVX512_BF16 hosts; each skipped elsewhere, naming what is missing); results independent of the thread count; operands the unit would not
 // multiply exactly (inf, NaN, tiny bf16) refused before anything is written; the AVX-512 row
 // conversions equal the scalar ones on every 16-bit pattern.
 #include <catch2/catch.hpp>
@@ -16,6 +16,7 @@
 #include "ops/conv2d_kernels.h"
 #include "ops/cpu/conv2d_amx.h"
 #include "ops/cpu/conv2d_amx_wgrad.h"
+#include "ops/cpu/gemm/amx_dpbf16.h"
 #include "ops/cpu/gemm/amx_model.h"
 #include "tests/skip.h"
 #include "tests/thread_count.h"
@@ -101,8 +102,15 @@ void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, con
   check_bound(ref, mag, got, s.R * s.S * (dgrad ? s.K : s.C));
 }
 
-// The tile unit itself: run_checked's stand-in for a `Tiles` type (the entry points).
-struct Hardware {};
+// The entry points on a unit: run_checked's stand-ins for a `Tiles` type.
+struct Hardware {
+  static constexpr cpu::amx_conv::Unit unit = cpu::amx_conv::Unit::amx;
+};
+struct DotUnit {
+  static constexpr cpu::amx_conv::Unit unit = cpu::amx_conv::Unit::dpbf16;
+};
+template <class Tiles>
+constexpr bool is_unit = requires { Tiles::unit; };
 
 // Runs forward (or dgrad) with tiles `Tiles` (or the unit) and checks it; returns the result.
 template <class Tiles, class T>
@@ -114,9 +122,9 @@ std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t see
   for (int64_t f = 0; f < F; ++f) bias[static_cast<size_t>(f)] = 0.125f * static_cast<float>(f % 5);
   std::vector<T> out(static_cast<size_t>(out_n), store<T>(NAN));
   bool ran;
-  if constexpr (std::is_same_v<Tiles, Hardware>)
-    ran = dgrad ? cpu::amx_conv::dgrad<T>(s, in.data(), w.data(), bias.data(), out.data(), threads)
-                : cpu::amx_conv::forward<T>(s, in.data(), w.data(), bias.data(), out.data(), threads);
+  if constexpr (is_unit<Tiles>)
+    ran = dgrad ? cpu::amx_conv::dgrad<T>(Tiles::unit, s, in.data(), w.data(), bias.data(), out.data(), threads)
+                : cpu::amx_conv::forward<T>(Tiles::unit, s, in.data(), w.data(), bias.data(), out.data(), threads);
   else
     ran = dgrad ? cpu::amx_conv::dgrad_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads)
                 : cpu::amx_conv::forward_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads);
@@ -132,8 +140,8 @@ std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed) {
   const std::vector<T> gy = values<T>(s.N * s.P * s.Q * s.K, seed, 4.0), x = values<T>(s.N * s.H * s.W * s.C, seed + 1, 4.0);
   std::vector<T> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<T>(NAN));
   bool ran;
-  if constexpr (std::is_same_v<Tiles, Hardware>)
-    ran = cpu::amx_conv::wgrad<T>(s, gy.data(), x.data(), gw.data(), threads);
+  if constexpr (is_unit<Tiles>)
+    ran = cpu::amx_conv::wgrad<T>(Tiles::unit, s, gy.data(), x.data(), gw.data(), threads);
   else
     ran = cpu::amx_conv::wgrad_on<Tiles>(s, gy.data(), x.data(), gw.data(), threads);
   REQUIRE(ran);
@@ -231,7 +239,7 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the tile unit, within the f32 bound, at
   if (hg::cpu::best_isa() != Isa::amx)
     HG_SKIP("the tile unit itself needs AMX-BF16 granted by the OS; this CPU has " + hg::cpu::describe());
   hg::cpu::ForceIsa amx(Isa::amx);
-  REQUIRE(cpu::amx_conv::available());  // the first-use self-check passed
+  REQUIRE(cpu::amx_conv::unit() == cpu::amx_conv::Unit::amx);  // the first-use self-check passed
   for (const Sizes& s : kShapes)
     for (bool dgrad : {false, true}) {
       if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
@@ -245,6 +253,43 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the tile unit, within the f32 bound, at
     const std::vector<TestType> one = wgrad_checked<Hardware, TestType>(s, 1, 13);
     const std::vector<TestType> two = wgrad_checked<Hardware, TestType>(s, 2, 13);
     CHECK(same_bits(one, two));
+  }
+}
+
+// The same kernels with their tile products on vdpbf16ps (gemm/amx_dpbf16.h): every CPU with
+// AVX512_BF16 runs them (an AMX CPU too, though there the tile unit is chosen); the entry
+// points run them where unit() picks them (the instruction out-runs the f32 FMA).
+TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32 bound, at 1 and 2 threads alike",
+          "[conv2d][amx]") {
+  using hg::cpu::Isa;
+  if (!hg::cpu::features().avx512_bf16 || hg::cpu::best_isa() == Isa::avx2)
+    HG_SKIP("vdpbf16ps needs AVX-512 with AVX512_BF16; this CPU has " + hg::cpu::describe());
+  using Dot = cpu::gemm::amx::DotTiles;
+  for (const Sizes& s : kShapes)
+    for (bool dgrad : {false, true}) {
+      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
+      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << (dgrad ? " dgrad" : ""));
+      const std::vector<bfloat16> one = run_checked<Dot, bfloat16>(s, dgrad, 1, 17);
+      const std::vector<bfloat16> two = run_checked<Dot, bfloat16>(s, dgrad, 2, 17);
+      CHECK(same_bits(one, two));
+    }
+  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1)}) {
+    INFO("weight gradient, x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
+    const std::vector<bfloat16> one = wgrad_checked<Dot, bfloat16>(s, 1, 19);
+    const std::vector<bfloat16> two = wgrad_checked<Dot, bfloat16>(s, 2, 19);
+    CHECK(same_bits(one, two));
+  }
+  // Through the entry points where the CPU picks this unit (its self-check passed); f16 is not
+  // multiplied on it (four plane products would lose to the f32 tiles).
+  hg::cpu::ForceIsa avx512(Isa::avx512);
+  if (cpu::amx_conv::unit() == cpu::amx_conv::Unit::dpbf16) {
+    const Sizes& s = kShapes[0];
+    const std::vector<bfloat16> via_unit = run_checked<DotUnit, bfloat16>(s, false, 2, 17);
+    CHECK(same_bits(via_unit, run_checked<Dot, bfloat16>(s, false, 1, 17)));
+    std::vector<half> y(static_cast<size_t>(s.N * s.P * s.Q * s.K));
+    const std::vector<half> xh(static_cast<size_t>(s.N * s.H * s.W * s.C), half(1.0f));
+    const std::vector<half> wh(static_cast<size_t>(s.K * s.R * s.S * s.C), half(1.0f));
+    CHECK_FALSE(cpu::amx_conv::forward<half>(cpu::amx_conv::Unit::dpbf16, s, xh.data(), wh.data(), nullptr, y.data(), 1));
   }
 }
 

@@ -19,6 +19,7 @@
 #include "tests/thread_count.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "ops/cpu/conv2d_amx.h"
 
 using namespace hg;
 using hg::cpu::ForceIsa;
@@ -50,8 +51,10 @@ Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv
   return y;
 }
 
-// While alive, convolutions run the f32 FMA chains (on an AMX host: the AVX-512 path).
+// While alive, convolutions run the f32 FMA chains: no direct tile convolution (AMX or
+// vdpbf16ps), and on an AMX host the AVX-512 path.
 struct ChainEngine {
+  hg::cpu::amx_conv::TilesOff tiles_off;
   std::optional<ForceIsa> force;
   ChainEngine() {
     if (hg::cpu::isa() == Isa::amx) force.emplace(Isa::avx512);

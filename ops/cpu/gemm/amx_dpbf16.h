@@ -1,0 +1,89 @@
+// The `Tiles` interface of amx.h on AVX512_BF16 (vdpbf16ps), for CPUs that have that
+// instruction and no AMX (AMD Zen 4/5): the tile kernels written for AMX (the direct
+// convolution, conv2d_amx.h) run their bf16 products on it. One tile product C += A·B is
+// 16 x 16 vdpbf16ps: row m of C in one zmm, and for each k pair q, A's pair (m, q)
+// broadcast against B's row q (16 columns of a pair: AMX's VNNI layout is the instruction's).
+// Like AMX it reads bf16 subnormals as zero and flushes subnormal sums, so the kernels'
+// refusal of operands below 2^-56 (amx::amx_safe) covers it as well; it adds each pair's two
+// exact products into the sum in its own order, within the f32-accumulation bound.
+//
+// The accumulator tiles (0-3) live in a per-thread buffer between products; an operand
+// tile's load (4-7) only records where its rows are, which the kernels allow: they never
+// write an operand's memory between its load and the products that read it. Only `dot`
+// uses AVX-512 instructions (a function of its own with the target attribute: call it on a
+// CPU that has AVX512_BF16 only), so this header compiles in any translation unit.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/gemm/amx.h"
+
+namespace hg::cpu::gemm::amx {
+
+struct DotTiles {
+  struct State {  // trivially constructible: a thread_local without a guard
+    alignas(64) float acc[4][kRows * 16];
+    const unsigned char* src[8];
+    int64_t stride[8];
+  };
+  static State& state() {
+    thread_local State s;
+    return s;
+  }
+
+  static void configure(const TileConfig&) {}
+  static void release() {}
+
+  template <int T>
+  static void zero() {
+    static_assert(T >= 0 && T < 4, "accumulator tiles are 0-3");
+    std::memset(state().acc[T], 0, sizeof(State::acc[0]));
+  }
+  template <int T>
+  static void load(const void* p, int64_t stride) {
+    if constexpr (T < 4) {
+      float* d = state().acc[T];
+      for (int64_t r = 0; r < kRows; ++r)
+        std::memcpy(d + r * 16, static_cast<const unsigned char*>(p) + r * stride, kRowBytes);
+    } else {
+      state().src[T] = static_cast<const unsigned char*>(p), state().stride[T] = stride;
+    }
+  }
+  template <int T>
+  static void store(void* p, int64_t stride) {
+    static_assert(T >= 0 && T < 4, "accumulator tiles are 0-3");
+    const float* s = state().acc[T];
+    for (int64_t r = 0; r < kRows; ++r) std::memcpy(static_cast<unsigned char*>(p) + r * stride, s + r * 16, kRowBytes);
+  }
+  template <int C, int A, int B>
+  static void dot() {
+    static_assert(C >= 0 && C < 4 && (A == 4 || A == 5) && (B == 6 || B == 7), "tile assignment");
+    State& s = state();
+    product(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+  }
+
+  // c[m][n] += sum over q of a[m][q] · b[q][n] (pairs of bf16), 16 independent sums per
+  // step so the instruction's latency is covered.
+  __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void product(
+      float* c, const unsigned char* a, int64_t sa, const unsigned char* b, int64_t sb) {
+    __m512 acc[kRows];
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) acc[m] = _mm512_load_ps(c + m * 16);
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) {
+      const __m512bh bq = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + q * sb));
+#pragma GCC unroll 16
+      for (int m = 0; m < kRows; ++m) {
+        int32_t pair;
+        std::memcpy(&pair, a + m * sa + 4 * q, 4);
+        acc[m] = _mm512_dpbf16_ps(acc[m], bq, reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair)));
+      }
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < kRows; ++m) _mm512_store_ps(c + m * 16, acc[m]);
+  }
+};
+
+}  // namespace hg::cpu::gemm::amx
