@@ -22,7 +22,8 @@ const char* const kCpuNote =
     "multiplies natively (bf16, and f16 as exact bf16 hi + lo pairs, in nearly every convolution; its "
     "tile unit sums in an order of its own, within f32 accumulation's bound), and so "
     "does AVX-512 for bf16 where the machine line says vdpbf16ps was chosen (it is where it outpaces the f32 "
-    "FMA; the sums are the same bits): there the column shows the measured ratio. What carries over to a GPU is the range behaviour (overflow, underflow, "
+    "FMA: matmul's pair kernel gives the f32 kernels' bits, the convolutions on AMX-style tiles sum in their own "
+    "order within the same bound): there the column shows the measured ratio. What carries over to a GPU is the range behaviour (overflow, underflow, "
     "flushing: the failures these modes show); the last bits of sums do not exactly (tensor cores do not "
     "accumulate with IEEE round-to-nearest f32), and the speed does not.";
 

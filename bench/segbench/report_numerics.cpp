@@ -124,8 +124,8 @@ namespace {
 
 // Whether a CPU run's reduced-precision matrix products ran on a native unit: AMX tiles take
 // bf16, and f16 as exact bf16 hi + lo pairs (the GEMM engine picks them for matmul, linear,
-// and the larger convolutions); the AVX512_BF16 kernel takes bf16 where
-// it was chosen (where vdpbf16ps outpaces the f32 FMA). Everything else widens f16/bf16 to
+// and the larger convolutions); vdpbf16ps takes bf16 where it was chosen (where it outpaces the
+// f32 FMA: the pair kernel for matmul, the tile kernels for most convolutions). Everything else widens f16/bf16 to
 // f32 for the arithmetic.
 bool native_matrix_products(const RunResult& run) {
   if (run.cpu_isa == "amx") return run.compute_dtype == "bf16" || run.compute_dtype == "f16";
@@ -152,9 +152,10 @@ std::string cpu_path_text(const Report& r) {
                                      "read straight from the padded image, the rest through the GEMM engine's tiles; "
                                      "the few-channel first layer and head, and elementwise ops, widened to f32)"
               : run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0
-                  ? " (bf16 matrix products of the forward and input gradient on vdpbf16ps, measured at " +
-                        fixed(run.cpu_dot_vs_fma, 2) +
-                        "x the f32 FMA's multiply-adds; f16, weight gradients and elementwise ops widened to f32)"
+                  ? " (bf16 on vdpbf16ps, measured at " + fixed(run.cpu_dot_vs_fma, 2) +
+                        "x the f32 FMA's multiply-adds: the unit-stride convolutions of 16 or more channels run the AMX "
+                        "tile kernels with each tile product as vdpbf16ps, matmul and linear its pair kernel; f16, the "
+                        "few-channel layers, strided and transposed convolutions and elementwise ops widened to f32)"
               : run.cpu_dot_vs_fma > 0
                   ? " (f16/bf16 widened to f32 for arithmetic: vdpbf16ps measured at " + fixed(run.cpu_dot_vs_fma, 2) +
                         "x the f32 FMA's multiply-adds here, too slow to pay)"
