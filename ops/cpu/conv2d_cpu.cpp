@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "framework/cpu/isa.h"
 #include "ops/conv2d_kernels.h"
 #include "ops/cpu/conv2d_amx.h"
 #include "ops/cpu/conv2d_direct.h"
@@ -47,9 +46,10 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2
 // with the pair kernel, 0.36 with the f32 kernel.
 template <class T>
 const gemm::Kernel<compute_t<T>>& conv_kernel() {
+  const gemm::Kernel<compute_t<T>>& k = gemm::kernel_for_values<T>();
   if constexpr (std::is_same_v<T, bfloat16>)
-    if (isa() != Isa::amx) return gemm::kernel_for_values<float>();
-  return gemm::kernel_for_values<T>();
+    if (&k == &gemm::avx512_bf16_kernel()) return gemm::kernel_for_values<float>();
+  return k;
 }
 
 // An activation as the gather sources read it: f32/f64 in place; f16/bf16 widened to f32

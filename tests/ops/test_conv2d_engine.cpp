@@ -12,6 +12,7 @@
 #include "tests/thread_count.h"
 #include "halfgrad.h"
 #include "ops/conv2d_kernels.h"
+#include "ops/cpu/conv2d_amx.h"
 #include "tests/ops/cpu/gemm/model_kernels.h"
 
 using namespace hg;
@@ -150,6 +151,7 @@ TEST_CASE("conv kernels of f16/bf16 tensors on the AMX kernels (tile model) equa
       {{2, 9, 11, 4}, {128, 3, 3, 2}, {{2, 1}, {1, 1}, {1, 2}, 2}},  // strided, dilated, 2 groups of 64
   };
   uint64_t seed = 80;
+  cpu::amx_conv::TilesOff engine_only;  // not the direct tile convolution (AMX or vdpbf16ps)
   for (DType dt : {f16, bf16}) {
     const bool split = dt == f16;
     cpu::gemm::OverrideKernel use(split ? cpu::gemm::Operands::f16 : cpu::gemm::Operands::bf16,

@@ -65,24 +65,37 @@ struct DotTiles {
   }
 
   // c[m][n] += sum over q of a[m][q] · b[q][n] (pairs of bf16), 16 independent sums per
-  // step so the instruction's latency is covered.
+  // step so the instruction's latency is covered. A's pair is the instruction's broadcast
+  // memory operand (one instruction per pair; GCC 12 does not fold the broadcast itself),
+  // its rows addressed from four bases with the row stride and three times it as index.
   __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void product(
       float* c, const unsigned char* a, int64_t sa, const unsigned char* b, int64_t sb) {
     __m512 acc[kRows];
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) acc[m] = _mm512_load_ps(c + m * 16);
+    const unsigned char* base[4] = {a, a + 4 * sa, a + 8 * sa, a + 12 * sa};
+    const int64_t s3 = 3 * sa;
 #pragma GCC unroll 16
     for (int q = 0; q < 16; ++q) {
       const __m512bh bq = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + q * sb));
-#pragma GCC unroll 16
-      for (int m = 0; m < kRows; ++m) {
-        int32_t pair;
-        std::memcpy(&pair, a + m * sa + 4 * q, 4);
-        acc[m] = _mm512_dpbf16_ps(acc[m], bq, reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair)));
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const unsigned char* r = base[g] + 4 * q;
+        acc[4 * g] = dot_bcast(acc[4 * g], bq, r);
+        acc[4 * g + 1] = dot_bcast(acc[4 * g + 1], bq, r + sa);
+        acc[4 * g + 2] = dot_bcast(acc[4 * g + 2], bq, r + 2 * sa);
+        acc[4 * g + 3] = dot_bcast(acc[4 * g + 3], bq, r + s3);
       }
     }
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) _mm512_store_ps(c + m * 16, acc[m]);
+  }
+  // acc + the pair at p (broadcast to 16 lanes) times b's 16 pairs: vdpbf16ps with p as its
+  // {1to16} memory operand.
+  __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) static inline __m512 dot_bcast(
+      __m512 acc, __m512bh b, const unsigned char* p) {
+    asm("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*reinterpret_cast<const int32_t*>(p)));
+    return acc;
   }
 };
 
