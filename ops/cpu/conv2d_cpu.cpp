@@ -242,26 +242,26 @@ bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
   return u == amx_conv::Unit::amx ? amx_wgrad_wins<T>(g) : dot_wgrad_wins<T>(g);
 }
 // bf16 on vdpbf16ps (unit dpbf16: AMD Zen 5, 2026-12-06, bench/conv_wgrad --compare-tiles
-// --width 8 / 16, 2 threads, against the f32 direct tiles and the engine's pair kernel):
-// - forward and input gradient on rows of at least 16 pixels, or 8 with 64-128 filters (rows
-//   of 4 lost: w8 3x3 128->128 @4 forward 0.35 -> 0.44 ms; 256 filters at 8 lost: the input
-//   gradient of w16 256->128 @8 0.83 -> 0.95; 32 filters at 8 lost to the f32 zmm tile: the
-//   input gradient of 32->64 @8 0.09 -> 0.13), and with 64 filters or 96 values per kernel
-//   row (w16 64->64 @16 forward 0.89 -> 0.29 ms, 32->32 @32 0.33 -> 0.29; 16->16 @64 lost
-//   0.41 -> 0.46, 1x1 64->32 @32 0.10 -> 0.13: the f32 tiles of 16 and 32 filters are fast);
-// - weight gradient from 16 input channels and 16 filters (w16 64->64 @16 1.05 -> 0.48 ms,
-//   32->32 @32 0.51 -> 0.43; 8 channels lost, w8 8->8 @64 0.61 -> 0.89; so did 8 filters,
-//   16->8 @64 1.08 -> 1.37).
+// --width 8 / 16, 2 threads, against the f32 direct tiles and the engine's f32 kernel):
+// - forward and input gradient where at least 7/8 of the flat grid's columns are output
+//   columns (Q >= 7 (S - 1), so 3x3 from rows of 16, 1x1 from 8: w16 3x3 128->128 @8 input
+//   gradient lost 0.37 -> 0.45 ms, 1x1 256->128 @8 forward won 0.091 -> 0.056) and with 64
+//   filters or 96 values per kernel row (w16 64->64 @16 forward 0.38 -> 0.24 ms, 32->32 @32
+//   0.32 -> 0.22; 16->16 @64 tied 0.40, and 1x1 64->32 @32 forward 0.10: the f32 tiles of 16
+//   and 32 filters are as fast);
+// - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
+//   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
+//   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), on images
+//   of at least 8 x 8 (w8 4 x 4: 64->128 0.096 -> 0.112 ms, 128->128 0.20 -> 0.21).
 template <class T>
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
-  const bool long_rows = rows >= 16 || (rows >= 8 && filters >= 64 && filters <= 128);
-  return long_rows && (filters >= 64 || g.S * channels >= 96);
+  return rows >= 8 && rows >= 7 * (g.S - 1) && (filters >= 64 || g.S * channels >= 96);
 }
 template <class T>
 bool dot_wgrad_wins(const Geometry& g) {
-  return g.C >= 16 && g.K >= 16;
+  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && g.P * g.Q >= 64;
 }
 
 amx_conv::Sizes amx_shape(const Geometry& g) {
