@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -327,13 +329,22 @@ bool passes(Verdict& v, Unit u, const char* name) {
 Verdict g_amx, g_dpbf16;
 std::atomic<int> g_off{0};
 
+// HG_CONV_TILES=off: no direct tile convolution in this process (A/B runs of a whole step).
+bool off_by_environment() {
+  static const bool off = [] {
+    const char* env = std::getenv("HG_CONV_TILES");
+    return env && std::strcmp(env, "off") == 0;
+  }();
+  return off;
+}
+
 }  // namespace
 
 TilesOff::TilesOff() { ++g_off; }
 TilesOff::~TilesOff() { --g_off; }
 
 Unit unit() {
-  if (g_off.load(std::memory_order_relaxed) > 0) return Unit::none;
+  if (g_off.load(std::memory_order_relaxed) > 0 || off_by_environment()) return Unit::none;
   if (isa() == Isa::amx) {
 #ifdef HG_CONV_AMX
     if (passes(g_amx, Unit::amx, "the AMX tile unit")) return Unit::amx;
