@@ -251,8 +251,9 @@ bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
 //   and 32 filters are as fast);
 // - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
-//   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), on images
-//   of at least 8 x 8 (w8 4 x 4: 64->128 0.096 -> 0.112 ms, 128->128 0.20 -> 0.21).
+//   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
+//   of the padded grid's slots are pixels (w8 4 x 4: 64->128 0.096 -> 0.112 ms; in the w16
+//   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms).
 template <class T>
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
@@ -261,7 +262,10 @@ bool dot_wins(const Geometry& g, AmxPass pass) {
 }
 template <class T>
 bool dot_wgrad_wins(const Geometry& g) {
-  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && g.P * g.Q >= 64;
+  // The reduction runs over each image's padded grid in steps of 32 slots: at least 4/5 of
+  // them real pixels (3x3 from 16 x 16 images; 8 x 8 ones fill 64 of 96).
+  const int64_t Wp = g.Q + g.S - 1, slots = ((g.P - 1) * Wp + g.Q + 31) / 32 * 32;
+  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && 5 * g.P * g.Q >= 4 * slots;
 }
 
 amx_conv::Sizes amx_shape(const Geometry& g) {
