@@ -154,11 +154,14 @@ template <class Tiles, int Planes, int MG, int FG>
 void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
   static_assert(MG * FG == 4);
   const Image& im = *pl.img;
-  const int64_t C = im.C, sa = C * 2, row = pl.dh * im.Wp * C;
+  const int64_t C = im.C, sa = C * 2, row = pl.dh * im.Wp * C, SC = pl.S * C;
   Tiles::template zero<0>(), Tiles::template zero<1>(), Tiles::template zero<2>(), Tiles::template zero<3>();
   for (int64_t r = 0; r < pl.R; ++r)
     for (int64_t s = 0; s < pl.steps; ++s) {
       const int64_t a_off = m0 * C + r * row + s * amx::kK;
+      // A unit that multiplies pair by pair (amx_dpbf16.h) skips a partial step's zero pairs.
+      if constexpr (requires { Tiles::limit_pairs(16); })
+        Tiles::limit_pairs(static_cast<int>((std::min<int64_t>(amx::kK, SC - s * amx::kK) + 1) / 2));
       if constexpr (MG == 2) {  // 2 x 2: each A and B tile used twice
         constexpr int kSteps = Planes == 1 ? 1 : 4;
         constexpr int kPlaneA[4] = {0, 0, 1, 1}, kPlaneB[4] = {0, 1, 1, 0};
@@ -192,6 +195,7 @@ void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
         group.template operator()<2, 4>(), group.template operator()<3, 5>();
       }
     }
+  if constexpr (requires { Tiles::limit_pairs(16); }) Tiles::limit_pairs(16);
   const int64_t cs = ldc * 4;
   float* c0 = c + g0 * 16;
   if constexpr (MG == 2) {

@@ -245,10 +245,13 @@ bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
 // --width 8 / 16, 2 threads, against the f32 direct tiles and the engine's f32 kernel):
 // - forward and input gradient where at least 7/8 of the flat grid's columns are output
 //   columns (Q >= 7 (S - 1), so 3x3 from rows of 16, 1x1 from 8: w16 3x3 128->128 @8 input
-//   gradient lost 0.37 -> 0.45 ms, 1x1 256->128 @8 forward won 0.091 -> 0.056) and with 64
-//   filters or 96 values per kernel row (w16 64->64 @16 forward 0.38 -> 0.24 ms, 32->32 @32
-//   0.32 -> 0.22; 16->16 @64 tied 0.40, and 1x1 64->32 @32 forward 0.10: the f32 tiles of 16
-//   and 32 filters are as fast);
+//   gradient lost 0.37 -> 0.45 ms, 1x1 256->128 @8 forward won 0.091 -> 0.056), with 8
+//   filters (the image's one-channel input gradient lost 0.11 -> 0.39), and with 64 filters
+//   or 48 values per kernel row (3x3; a partial step multiplies only its pairs): w16 64->64
+//   @16 forward 0.38 -> 0.24 ms, 32->32 @32 0.32 -> 0.22, 16->16 @64 0.40 -> 0.39, w8 the
+//   input gradient of 8->16 @32 0.21 -> 0.20; 24 lost (w8 8->8 @64 forward 0.44 -> 0.49), and
+//   1x1 below 96 channels (1x1 32->16 @64 forward 0.16 -> 0.26, 64->32 @16 0.053 -> 0.065:
+//   the f32 tiles of 16 and 32 filters are fast there);
 // - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
 //   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
@@ -258,7 +261,8 @@ template <class T>
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
-  return rows >= 8 && rows >= 7 * (g.S - 1) && (filters >= 64 || g.S * channels >= 96);
+  const bool enough = g.S > 1 ? g.S * channels >= 48 : channels >= 96;
+  return rows >= 8 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || enough);
 }
 template <class T>
 bool dot_wgrad_wins(const Geometry& g) {

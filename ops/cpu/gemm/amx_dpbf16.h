@@ -27,6 +27,7 @@ struct DotTiles {
     alignas(64) float acc[4][kRows * 16];
     const unsigned char* src[8];
     int64_t stride[8];
+    int skip;  // 16 - the pairs products read (limit_pairs), zero-initialized: all 16
   };
   static State& state() {
     thread_local State s;
@@ -57,17 +58,27 @@ struct DotTiles {
     const float* s = state().acc[T];
     for (int64_t r = 0; r < kRows; ++r) std::memcpy(static_cast<unsigned char*>(p) + r * stride, s + r * 16, kRowBytes);
   }
+  // Until the next call, products read only the first `pairs` (1-16) k pairs of their A and
+  // B tiles (rounded up to a multiple of 4): the kernel declares the rest zero (a partial k
+  // step's padding), which the hardware would multiply.
+  static void limit_pairs(int pairs) { state().skip = 16 - (pairs + 3) / 4 * 4; }
   template <int C, int A, int B>
   static void dot() {
     static_assert(C >= 0 && C < 4 && (A == 4 || A == 5) && (B == 6 || B == 7), "tile assignment");
     State& s = state();
-    product(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+    switch (s.skip) {
+      case 0: return product<16>(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+      case 4: return product<12>(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+      case 8: return product<8>(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+      default: return product<4>(s.acc[C], s.src[A], s.stride[A], s.src[B], s.stride[B]);
+    }
   }
 
-  // c[m][n] += sum over q of a[m][q] · b[q][n] (pairs of bf16), 16 independent sums per
+  // c[m][n] += sum over q < Pairs of a[m][q] · b[q][n] (pairs of bf16), 16 independent sums per
   // step so the instruction's latency is covered. A's pair is the instruction's broadcast
   // memory operand (one instruction per pair; GCC 12 does not fold the broadcast itself),
   // its rows addressed from four bases with the row stride and three times it as index.
+  template <int Pairs>
   __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void product(
       float* c, const unsigned char* a, int64_t sa, const unsigned char* b, int64_t sb) {
     __m512 acc[kRows];
@@ -76,7 +87,7 @@ struct DotTiles {
     const unsigned char* base[4] = {a, a + 4 * sa, a + 8 * sa, a + 12 * sa};
     const int64_t s3 = 3 * sa;
 #pragma GCC unroll 16
-    for (int q = 0; q < 16; ++q) {
+    for (int q = 0; q < Pairs; ++q) {
       const __m512bh bq = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + q * sb));
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
