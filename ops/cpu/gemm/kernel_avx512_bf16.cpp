@@ -40,8 +40,9 @@ inline uint32_t pair(float first, float second, bool& ok) {
   return static_cast<uint32_t>(hi[0]) << 16 | lo[0];
 }
 
-// A panel (MR rows of kc, row-major) into [pair q][row i] dwords; k past kc is zero.
-bool pairs_a(const float* panel, int64_t kc, void* dst) {
+// A panel (MR rows of kc, row-major) into [pair q][row i] dwords; k past kc is zero. One value
+// at a time: the reference of the AVX-512 conversions below (and their fallback).
+bool pairs_a_scalar(const float* panel, int64_t kc, void* dst) {
   auto* d = static_cast<uint32_t*>(dst);
   bool ok = true;
   for (int64_t i = 0; i < MR; ++i) {
@@ -53,7 +54,7 @@ bool pairs_a(const float* panel, int64_t kc, void* dst) {
 }
 
 // B panel (kc groups of NR columns) into [pair q][column n] dwords; k past kc is zero.
-bool pairs_b(const float* panel, int64_t kc, void* dst) {
+bool pairs_b_scalar(const float* panel, int64_t kc, void* dst) {
   auto* d = static_cast<uint32_t*>(dst);
   bool ok = true;
   for (int64_t q = 0; 2 * q < kc; ++q) {
@@ -76,6 +77,68 @@ bool pairs_b(const float* panel, int64_t kc, void* dst) {
 
 namespace hg::cpu::gemm {
 namespace {
+
+// 16 f32 values: whether each is not a bf16 amx::split<1> takes (low half nonzero; not
+// finite; nonzero below 2^-56).
+inline __mmask16 unsafe(__m512i u) {
+  const __m512i mag = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
+  const __mmask16 inexact = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0xFFFF));
+  const __mmask16 small = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x23800000));  // 2^-56
+  const __mmask16 nonzero = _mm512_test_epi32_mask(mag, mag);
+  return inexact | (nonzero & small) | _mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32(0x7F800000));
+}
+
+// Pair dwords of two rows' 16 values: (bf16 of first[n]) << 16 | bf16 of second[n].
+inline __m512i pair_dwords(__m512i first, __m512i second) {
+  return _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
+                         _mm512_srli_epi32(second, 16));
+}
+
+// pairs_a with AVX-512: per row, 32 k values (two loads, zero past kc) into 16 pair dwords by
+// one 16-bit permutation (pair q: the high half of value 2q above that of 2q + 1), then the
+// 14 rows' dwords put pair-major.
+bool pairs_a_avx512(const float* panel, int64_t kc, void* dst) {
+  auto* d = static_cast<uint32_t*>(dst);
+  // Output word e (of 32) is the high half of value 2e + 1... : even e (a dword's low half)
+  // takes value e + 1, odd e value e - 1; value t's high half is 16-bit word 2t + 1.
+  alignas(64) uint16_t idx_words[32];
+  for (int e = 0; e < 32; ++e) idx_words[e] = static_cast<uint16_t>(e % 2 == 0 ? 2 * e + 3 : 2 * e - 1);
+  const __m512i idx = _mm512_load_si512(idx_words);
+  __mmask16 bad = 0;
+  alignas(64) uint32_t rows[MR][16];
+  for (int64_t k0 = 0; k0 < kc; k0 += 32) {
+    const int64_t left = kc - k0;
+    const __mmask16 m0 = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    const __mmask16 m1 = left >= 32 ? __mmask16(0xFFFF) : left <= 16 ? 0 : static_cast<__mmask16>((1u << (left - 16)) - 1);
+    for (int64_t i = 0; i < MR; ++i) {
+      const __m512i lo = _mm512_maskz_loadu_epi32(m0, panel + i * kc + k0);
+      const __m512i hi = _mm512_maskz_loadu_epi32(m1, panel + i * kc + k0 + 16);
+      bad |= unsafe(lo) | unsafe(hi);
+      _mm512_store_si512(rows[i], _mm512_permutex2var_epi16(lo, idx, hi));
+    }
+    const int64_t pairs = std::min<int64_t>(16, (left + 1) / 2);
+    for (int64_t q = 0; q < pairs; ++q)
+      for (int64_t i = 0; i < MR; ++i) d[(k0 / 2 + q) * MR + i] = rows[i][q];
+  }
+  return bad == 0;
+}
+
+// pairs_b with AVX-512: two k rows of 32 columns into 32 pair dwords, 16 at a time.
+bool pairs_b_avx512(const float* panel, int64_t kc, void* dst) {
+  auto* d = static_cast<uint32_t*>(dst);
+  __mmask16 bad = 0;
+  for (int64_t q = 0; 2 * q < kc; ++q) {
+    const float* k0 = panel + 2 * q * NR;
+    const bool second = 2 * q + 1 < kc;
+    for (int64_t n = 0; n < NR; n += 16) {
+      const __m512i a = _mm512_loadu_si512(k0 + n);
+      const __m512i b = second ? _mm512_loadu_si512(k0 + NR + n) : _mm512_setzero_si512();
+      bad |= unsafe(a) | unsafe(b);
+      _mm512_storeu_si512(d + q * NR + n, pair_dwords(a, b));
+    }
+  }
+  return bad == 0;
+}
 
 // V vectors of 16 columns per row: 2 for the full tile, 1 for a half tile.
 template <int V>
@@ -147,11 +210,19 @@ namespace hg::cpu::gemm {
 
 const Kernel<float>& avx512_bf16_kernel() {
 #ifdef HG_GEMM_AVX512_BF16
-  static const Kernel<float> k{"avx512_bf16 bf16 pairs 14x32", MR, NR, bf16_fn, pair_panel_bytes, pairs_a, pairs_b, 1};
+  static const Kernel<float> k{"avx512_bf16 bf16 pairs 14x32", MR, NR, bf16_fn, pair_panel_bytes, pairs_a_avx512,
+                               pairs_b_avx512, 1};
 #else
   static const Kernel<float> k = avx2_kernel();
 #endif
   return k;
+}
+
+bool avx512_bf16_pairs(bool a_panel, bool vector, const float* panel, int64_t kc, void* dst) {
+#ifdef HG_GEMM_AVX512_BF16
+  if (vector) return a_panel ? pairs_a_avx512(panel, kc, dst) : pairs_b_avx512(panel, kc, dst);
+#endif
+  return a_panel ? pairs_a_scalar(panel, kc, dst) : pairs_b_scalar(panel, kc, dst);
 }
 
 namespace {

@@ -140,3 +140,31 @@ TEST_CASE("avx512_bf16 kernel: the engine takes it only where the measured vdpbf
   if (ratio < 1.0) CHECK(chosen == gemm::avx512_kernel().name);
   if (ratio > 1.7) CHECK(chosen == kernel().name);
 }
+
+TEST_CASE("avx512_bf16 kernel: the AVX-512 panel conversions give the scalar ones' pairs and verdicts",
+          "[avx512_bf16][gemm][isa]") {
+  if (!has_avx512_bf16()) return;
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  // Ordinary bf16 values, then one special value per panel: inexact (not a bf16), tiny,
+  // subnormal, inf, NaN, or none; every k tail from 1 to 70 (partial 32-value blocks, odd kc).
+  const float specials[] = {1.0f + 0x1p-12f, 0x1p-60f, 0x1p-130f, INFINITY, NAN, 0.0f};
+  for (bool a_panel : {true, false}) {
+    const int64_t rows = a_panel ? 14 : 32;
+    for (int64_t kc = 1; kc <= 70; ++kc)
+      for (float special : specials) {
+        INFO((a_panel ? "A" : "B") << " panel, kc " << kc << ", special " << special);
+        std::vector<float> panel(static_cast<size_t>(rows * kc));
+        for (float& v : panel) v = std::bit_cast<float>(std::bit_cast<uint32_t>(u(rng)) & 0xFFFF0000u);
+        panel[rng() % panel.size()] = special;
+        const size_t words = static_cast<size_t>((kc + 1) / 2 * rows);
+        std::vector<uint32_t> got(words + 8, 0xDEADBEEFu), want(words + 8, 0xDEADBEEFu);
+        const bool vg = gemm::avx512_bf16_pairs(a_panel, true, panel.data(), kc, got.data());
+        const bool vw = gemm::avx512_bf16_pairs(a_panel, false, panel.data(), kc, want.data());
+        CHECK(vg == vw);
+        CHECK(vw == (special == 0.0f));
+        if (vw) CHECK(std::memcmp(got.data(), want.data(), words * 4) == 0);
+        CHECK(got[words] == 0xDEADBEEFu);  // nothing written past the panel's pairs
+      }
+  }
+}
