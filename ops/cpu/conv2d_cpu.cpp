@@ -38,20 +38,6 @@ Geometry geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2
   return g;
 }
 
-// The engine kernel a convolution's products take: the one for T's values, except bf16 on a
-// CPU without AMX, where the vdpbf16ps pair kernel converts each packed f32 panel into pairs
-// per product, which a convolution's few filters do not amortize; the f32 kernel on the
-// widened values gives the same sums (the pair kernel's chains are the f32 kernels') faster.
-// Zen 5, 2026-12-06, bench/conv_wgrad --width 16, 2 threads: 3x3 64->64 @16 forward 0.89 ms
-// with the pair kernel, 0.36 with the f32 kernel.
-template <class T>
-const gemm::Kernel<compute_t<T>>& conv_kernel() {
-  const gemm::Kernel<compute_t<T>>& k = gemm::kernel_for_values<T>();
-  if constexpr (std::is_same_v<T, bfloat16>)
-    if (&k == &gemm::avx512_bf16_kernel()) return gemm::kernel_for_values<float>();
-  return k;
-}
-
 // An activation as the gather sources read it: f32/f64 in place; f16/bf16 widened to f32
 // once into a reused buffer (exact), since the gathers read every value R*S times. A 1x1
 // kernel's gathers read each value once: they widen it as they pack (with_activation).
@@ -242,34 +228,35 @@ bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
   return u == amx_conv::Unit::amx ? amx_wgrad_wins<T>(g) : dot_wgrad_wins<T>(g);
 }
 // bf16 on vdpbf16ps (unit dpbf16: AMD Zen 5, 2026-12-06, bench/conv_wgrad --compare-tiles
-// --width 8 / 16, 2 threads, against the f32 direct tiles and the engine's f32 kernel):
+// --width 8 / 16, 2 threads, against the f32 direct tiles and the engine, whose bf16 products
+// run the vdpbf16ps pair kernel):
 // - forward and input gradient where at least 7/8 of the flat grid's columns are output
 //   columns (Q >= 7 (S - 1), so 3x3 from rows of 16, 1x1 from 8: w16 3x3 128->128 @8 input
 //   gradient lost 0.37 -> 0.45 ms, 1x1 256->128 @8 forward won 0.091 -> 0.056), with 8
 //   filters (the image's one-channel input gradient lost 0.11 -> 0.39), and with 64 filters
 //   or 48 values per kernel row (3x3; a partial step multiplies only its pairs): w16 64->64
 //   @16 forward 0.38 -> 0.24 ms, 32->32 @32 0.32 -> 0.22, 16->16 @64 0.40 -> 0.39, w8 the
-//   input gradient of 8->16 @32 0.21 -> 0.20; 24 lost (w8 8->8 @64 forward 0.44 -> 0.49), and
-//   1x1 below 96 channels (1x1 32->16 @64 forward 0.16 -> 0.26, 64->32 @16 0.053 -> 0.065:
-//   the f32 tiles of 16 and 32 filters are fast there);
+//   input gradient of 8->16 @32 0.21 -> 0.20; 24 lost (w8 8->8 @64 forward 0.44 -> 0.49);
+//   1x1 kernels lost to the f32 tiles (32->16 @64 forward 0.16 -> 0.26) and, from 64
+//   filters, to the engine's pair kernel (128->64 @16 forward 0.086 -> 0.098);
 // - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
 //   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
 //   of the padded grid's slots are pixels (w8 4 x 4: 64->128 0.096 -> 0.112 ms; in the w16
-//   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms).
+//   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms), and below 64 filters (from
+//   64 the engine's pair kernel wins: 64->64 @16 0.42 -> 0.45 ms on the tiles).
 template <class T>
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
-  const bool enough = g.S > 1 ? g.S * channels >= 48 : channels >= 96;
-  return rows >= 8 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || enough);
+  return g.S > 1 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || g.S * channels >= 48);
 }
 template <class T>
 bool dot_wgrad_wins(const Geometry& g) {
   // The reduction runs over each image's padded grid in steps of 32 slots: at least 4/5 of
   // them real pixels (3x3 from 16 x 16 images; 8 x 8 ones fill 64 of 96).
   const int64_t Wp = g.Q + g.S - 1, slots = ((g.P - 1) * Wp + g.Q + 31) / 32 * 32;
-  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && 5 * g.P * g.Q >= 4 * slots;
+  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && g.K < 64 && 5 * g.P * g.Q >= 4 * slots;
 }
 
 amx_conv::Sizes amx_shape(const Geometry& g) {
@@ -296,7 +283,7 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
       const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
       gemm::Epilogue<Acc> ep;
       ep.bias = bias.defined() ? b32.data() + grp * g.Kg : nullptr;
-      gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &conv_kernel<T>());
+      gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>());
     }
   });
 }
@@ -400,7 +387,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
           // A phase no tap reaches gets a sum of nothing: zeros (plus the bias).
           gemm::Epilogue<Acc> ep;
           ep.bias = b32.empty() ? nullptr : b32.data() + grp * g.Cg;
-          gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &conv_kernel<T>());
+          gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>());
         }
       }
   });
@@ -511,7 +498,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
         tiles_wgrad_fit<T>(g, u) && amx_conv::wgrad<T>(u, amx_shape(g), gyt.data<T>(), xt.data<T>(), gwt.data<T>(), threads))
       return;
   if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, float>)
-    if (const gemm::Kernel<float>& unit = conv_kernel<T>(); wgrad_unit_wins(g, unit))
+    if (const gemm::Kernel<float>& unit = gemm::kernel_for_values<T>(); wgrad_unit_wins(g, unit))
       return wgrad_on_unit<T>(g, gyt, xt, gwt, unit, chunk, chunks, part, threads);
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_wgrad_fits(g, chunks, threads)) {
