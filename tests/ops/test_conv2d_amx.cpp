@@ -160,6 +160,26 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
+// Forward and input gradient on `shapes`, weight gradient on a few, each against f64 at 1 and 2
+// threads, the two bitwise equal; seeds from `seed`.
+template <class Tiles, class T>
+void all_passes_both_thread_counts(const std::vector<Sizes>& shapes, uint64_t seed) {
+  for (const Sizes& s : shapes)
+    for (bool dgrad : {false, true}) {
+      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
+      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << (dgrad ? " dgrad" : ""));
+      const std::vector<T> one = run_checked<Tiles, T>(s, dgrad, 1, seed);
+      const std::vector<T> two = run_checked<Tiles, T>(s, dgrad, 2, seed);
+      CHECK(same_bits(one, two));
+    }
+  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1)}) {
+    INFO("weight gradient, x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
+    const std::vector<T> one = wgrad_checked<Tiles, T>(s, 1, seed + 2);
+    const std::vector<T> two = wgrad_checked<Tiles, T>(s, 2, seed + 2);
+    CHECK(same_bits(one, two));
+  }
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): forward and input gradient within the f32 bound",
@@ -241,20 +261,7 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the tile unit, within the f32 bound, at
     HG_SKIP("the tile unit itself needs AMX-BF16 granted by the OS; this CPU has " + hg::cpu::describe());
   hg::cpu::ForceIsa amx(Isa::amx);
   REQUIRE(cpu::amx_conv::unit() == cpu::amx_conv::Unit::amx);  // the first-use self-check passed
-  for (const Sizes& s : kShapes)
-    for (bool dgrad : {false, true}) {
-      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
-      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << (dgrad ? " dgrad" : ""));
-      const std::vector<TestType> one = run_checked<Hardware, TestType>(s, dgrad, 1, 11);
-      const std::vector<TestType> two = run_checked<Hardware, TestType>(s, dgrad, 2, 11);
-      CHECK(same_bits(one, two));
-    }
-  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1)}) {
-    INFO("weight gradient, x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
-    const std::vector<TestType> one = wgrad_checked<Hardware, TestType>(s, 1, 13);
-    const std::vector<TestType> two = wgrad_checked<Hardware, TestType>(s, 2, 13);
-    CHECK(same_bits(one, two));
-  }
+  all_passes_both_thread_counts<Hardware, TestType>(std::vector<Sizes>(std::begin(kShapes), std::end(kShapes)), 11);
 }
 
 // The same kernels with their tile products on vdpbf16ps (gemm/amx_dpbf16.h): every CPU with
@@ -269,20 +276,7 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   // kShapes' partial steps read 8, 12 and 16 of a step's pairs; 2 channels of a 3x3 kernel, 3.
   std::vector<Sizes> shapes(std::begin(kShapes), std::end(kShapes));
   shapes.push_back(sizes(2, 6, 20, 2, 16, 3, 3, 1, 1, 1));
-  for (const Sizes& s : shapes)
-    for (bool dgrad : {false, true}) {
-      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
-      INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << (dgrad ? " dgrad" : ""));
-      const std::vector<bfloat16> one = run_checked<Dot, bfloat16>(s, dgrad, 1, 17);
-      const std::vector<bfloat16> two = run_checked<Dot, bfloat16>(s, dgrad, 2, 17);
-      CHECK(same_bits(one, two));
-    }
-  for (const Sizes& s : {kShapes[0], kShapes[1], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1)}) {
-    INFO("weight gradient, x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
-    const std::vector<bfloat16> one = wgrad_checked<Dot, bfloat16>(s, 1, 19);
-    const std::vector<bfloat16> two = wgrad_checked<Dot, bfloat16>(s, 2, 19);
-    CHECK(same_bits(one, two));
-  }
+  all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
   // Through the entry points where the CPU picks this unit (its self-check passed); f16 is not
   // multiplied on it (four plane products would lose to the f32 tiles).
   hg::cpu::ForceIsa avx512(Isa::avx512);
