@@ -153,9 +153,10 @@ std::string cpu_path_text(const Report& r) {
                                      "the few-channel first layer and head, and elementwise ops, widened to f32)"
               : run.cpu_bf16_kernel.rfind("avx512_bf16", 0) == 0
                   ? " (bf16 on vdpbf16ps, measured at " + fixed(run.cpu_dot_vs_fma, 2) +
-                        "x the f32 FMA's multiply-adds: the unit-stride convolutions of 16 or more channels run the AMX "
-                        "tile kernels with each tile product as vdpbf16ps, matmul and linear its pair kernel; f16, the "
-                        "few-channel layers, strided and transposed convolutions and elementwise ops widened to f32)"
+                        "x the f32 FMA's multiply-adds: 3x3 convolutions of 16 or more channels on long rows run the "
+                        "AMX tile kernels with each tile product as vdpbf16ps, the other convolutions, matmul and linear "
+                        "the GEMM engine's pair kernel; f16, the few-channel layers (f32 tiles) and elementwise ops "
+                        "widened to f32)"
               : run.cpu_dot_vs_fma > 0
                   ? " (f16/bf16 widened to f32 for arithmetic: vdpbf16ps measured at " + fixed(run.cpu_dot_vs_fma, 2) +
                         "x the f32 FMA's multiply-adds here, too slow to pay)"
