@@ -352,8 +352,7 @@ Unit unit() {
     return Unit::none;
   }
 #if defined(__x86_64__)
-  if (isa() == Isa::avx512 && features().avx512_bf16 && gemm::avx512_bf16_dot_vs_fma() >= 1.3 &&
-      passes(g_dpbf16, Unit::dpbf16, "AVX512_BF16 (vdpbf16ps)"))
+  if (isa() == Isa::avx512 && gemm::bf16_pairs_pay() && passes(g_dpbf16, Unit::dpbf16, "AVX512_BF16 (vdpbf16ps)"))
     return Unit::dpbf16;
 #endif
   return Unit::none;

@@ -317,7 +317,7 @@ bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx,
 
 // The unit the tiles run on: the AMX tile unit (bf16, and f16 as two planes); AVX512_BF16's
 // vdpbf16ps (gemm/amx_dpbf16.h) on a CPU without AMX where that instruction does more
-// multiply-adds than the f32 FMA (the engine's probe, gemm::avx512_bf16_dot_vs_fma), bf16
+// multiply-adds than the f32 FMA (gemm::bf16_pairs_pay, the pair kernel's rule), bf16
 // only (f16's four plane products would lose to the f32 tiles); or none. unit() is the one
 // this CPU runs now: the best it has whose first-use self-check passed.
 enum class Unit { none, amx, dpbf16 };

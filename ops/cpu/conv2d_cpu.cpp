@@ -203,38 +203,14 @@ bool amx_wgrad_wins(const Geometry& g) {
   if constexpr (std::is_same_v<T, half>) return g.R * g.S > 1 && g.C >= 16;
   return g.C >= 4;
 }
-// On AVX512_BF16 without AMX (unit dpbf16, bf16 only): see dot_wins below.
-template <class T>
-bool dot_wins(const Geometry& g, AmxPass pass);
-template <class T>
-bool dot_wgrad_wins(const Geometry& g);
-
-// The direct convolution on unit u fits: one group, unit strides and column dilation, and
-// measured to win for this pass and shape on this unit.
-bool tile_geometry(const Geometry& g) { return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1; }
-template <class T>
-bool tiles_forward_fit(const Geometry& g, amx_conv::Unit u) {
-  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
-  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::forward) : dot_wins<T>(g, AmxPass::forward);
-}
-template <class T>
-bool tiles_dgrad_fit(const Geometry& g, amx_conv::Unit u) {
-  if (!tile_geometry(g) || (g.R - 1) * g.dh < g.ph || g.S - 1 < g.pw || !amx_conv::multiplies<T>(u)) return false;
-  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::dgrad) : dot_wins<T>(g, AmxPass::dgrad);
-}
-template <class T>
-bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
-  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
-  return u == amx_conv::Unit::amx ? amx_wgrad_wins<T>(g) : dot_wgrad_wins<T>(g);
-}
 // bf16 on vdpbf16ps (unit dpbf16: AMD Zen 5, 2026-12-06, bench/conv_wgrad --compare-tiles
 // --width 8 / 16, 2 threads, against the f32 direct tiles and the engine, whose bf16 products
 // run the vdpbf16ps pair kernel):
-// - forward and input gradient where at least 7/8 of the flat grid's columns are output
-//   columns (Q >= 7 (S - 1), so 3x3 from rows of 16, 1x1 from 8: w16 3x3 128->128 @8 input
-//   gradient lost 0.37 -> 0.45 ms, 1x1 256->128 @8 forward won 0.091 -> 0.056), with 8
-//   filters (the image's one-channel input gradient lost 0.11 -> 0.39), and with 64 filters
-//   or 48 values per kernel row (3x3; a partial step multiplies only its pairs): w16 64->64
+// - forward and input gradient of kernels wider than 1 where at least 7/8 of the flat grid's
+//   columns are output columns (Q >= 7 (S - 1): 3x3 from rows of 14; w16 3x3 128->128 @8
+//   input gradient lost 0.37 -> 0.45 ms), with at least 8 filters (the image's one-channel
+//   input gradient lost 0.11 -> 0.39), and with 64 filters or 48 values per kernel row (a
+//   partial step multiplies only its pairs): w16 64->64
 //   @16 forward 0.38 -> 0.24 ms, 32->32 @32 0.32 -> 0.22, 16->16 @64 0.40 -> 0.39, w8 the
 //   input gradient of 8->16 @32 0.21 -> 0.20; 24 lost (w8 8->8 @64 forward 0.44 -> 0.49);
 //   1x1 kernels lost to the f32 tiles (32->16 @64 forward 0.16 -> 0.26) and, from 64
@@ -245,18 +221,35 @@ bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
 //   of the padded grid's slots are pixels (w8 4 x 4: 64->128 0.096 -> 0.112 ms; in the w16
 //   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms), and below 64 filters (from
 //   64 the engine's pair kernel wins: 64->64 @16 0.42 -> 0.45 ms on the tiles).
-template <class T>
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
   return g.S > 1 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || g.S * channels >= 48);
 }
-template <class T>
 bool dot_wgrad_wins(const Geometry& g) {
   // The reduction runs over each image's padded grid in steps of 32 slots: at least 4/5 of
   // them real pixels (3x3 from 16 x 16 images; 8 x 8 ones fill 64 of 96).
   const int64_t Wp = g.Q + g.S - 1, slots = ((g.P - 1) * Wp + g.Q + 31) / 32 * 32;
   return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && g.K < 64 && 5 * g.P * g.Q >= 4 * slots;
+}
+
+// The direct convolution on unit u fits: one group, unit strides and column dilation, and
+// measured to win for this pass and shape on this unit.
+bool tile_geometry(const Geometry& g) { return g.G == 1 && g.sh == 1 && g.sw == 1 && g.dw == 1; }
+template <class T>
+bool tiles_forward_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::forward) : dot_wins(g, AmxPass::forward);
+}
+template <class T>
+bool tiles_dgrad_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || (g.R - 1) * g.dh < g.ph || g.S - 1 < g.pw || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wins<T>(g, AmxPass::dgrad) : dot_wins(g, AmxPass::dgrad);
+}
+template <class T>
+bool tiles_wgrad_fit(const Geometry& g, amx_conv::Unit u) {
+  if (!tile_geometry(g) || !amx_conv::multiplies<T>(u)) return false;
+  return u == amx_conv::Unit::amx ? amx_wgrad_wins<T>(g) : dot_wgrad_wins(g);
 }
 
 amx_conv::Sizes amx_shape(const Geometry& g) {

@@ -56,6 +56,9 @@ const Kernel<float>& avx512_bf16_kernel();  // vdpbf16ps on bf16 pairs (AVX512_B
 // the CPU has AVX512_BF16). About 2 where the
 // instruction issues as often as an FMA; 1 on cores that issue it on one port of two.
 double avx512_bf16_dot_vs_fma();
+// Whether bf16 products pay on vdpbf16ps here: AVX512_BF16 and the probe above at >= 1.3x
+// (the pair kernel, and the convolution tiles on it, are chosen by this).
+bool bf16_pairs_pay();
 // The AVX512_BF16 kernel's panel conversions (an A panel of 14 rows x kc, or a B panel of kc
 // x 32, into pair dwords; false when a value is not one it multiplies exactly): `vector`, the
 // AVX-512 ones the kernel uses (AVX-512 CPUs only), else the scalar reference (tests).

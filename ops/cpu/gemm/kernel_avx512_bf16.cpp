@@ -41,7 +41,7 @@ inline uint32_t pair(float first, float second, bool& ok) {
 }
 
 // A panel (MR rows of kc, row-major) into [pair q][row i] dwords; k past kc is zero. One value
-// at a time: the reference of the AVX-512 conversions below (and their fallback).
+// at a time: the reference the AVX-512 conversions below are tested against.
 bool pairs_a_scalar(const float* panel, int64_t kc, void* dst) {
   auto* d = static_cast<uint32_t*>(dst);
   bool ok = true;
@@ -99,11 +99,11 @@ inline __m512i pair_dwords(__m512i first, __m512i second) {
 // 14 rows' dwords put pair-major.
 bool pairs_a_avx512(const float* panel, int64_t kc, void* dst) {
   auto* d = static_cast<uint32_t*>(dst);
-  // Output word e (of 32) is the high half of value 2e + 1... : even e (a dword's low half)
-  // takes value e + 1, odd e value e - 1; value t's high half is 16-bit word 2t + 1.
-  alignas(64) uint16_t idx_words[32];
-  for (int e = 0; e < 32; ++e) idx_words[e] = static_cast<uint16_t>(e % 2 == 0 ? 2 * e + 3 : 2 * e - 1);
-  const __m512i idx = _mm512_load_si512(idx_words);
+  // Output word e (of 32): a dword's low half (even e) is value e + 1's bf16, its high half
+  // (odd e) value e - 1's; value t's bf16 is the high half of its f32, 16-bit word 2t + 1.
+  alignas(64) static constexpr uint16_t kIdx[32] = {3,  1,  7,  5,  11, 9,  15, 13, 19, 17, 23, 21, 27, 25, 31, 29,
+                                                    35, 33, 39, 37, 43, 41, 47, 45, 51, 49, 55, 53, 59, 57, 63, 61};
+  const __m512i idx = _mm512_load_si512(kIdx);
   __mmask16 bad = 0;
   alignas(64) uint32_t rows[MR][16];
   for (int64_t k0 = 0; k0 < kc; k0 += 32) {

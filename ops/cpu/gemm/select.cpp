@@ -29,14 +29,6 @@ struct Verdict {
 std::mutex g_mutex;
 std::vector<Verdict> g_verdicts;
 
-// The bf16 pair kernel gives the same bits as the f32 kernels; it is chosen only where it is
-// faster: where vdpbf16ps does at least 1.3x the multiply-adds of the f32 FMA (the probe's
-// one measurement per process; Sapphire Rapids issues it on one port, half the FMA rate, and loses).
-bool bf16_pairs_pay() {
-  static const bool pays = features().avx512_bf16 && avx512_bf16_dot_vs_fma() >= 1.3;
-  return pays;
-}
-
 const Kernel<float>& candidate(Operands ops) {
   if (const Kernel<float>* k = g_override[static_cast<int>(ops)].load()) return *k;
   switch (isa()) {
@@ -109,6 +101,14 @@ bool check_with(const Kernel<float>& k) {
 }
 
 }  // namespace
+
+// The bf16 pair kernel gives the same bits as the f32 kernels; it is chosen only where it is
+// faster: where vdpbf16ps does at least 1.3x the multiply-adds of the f32 FMA (the probe's
+// one measurement per process; Sapphire Rapids issues it on one port, half the FMA rate, and loses).
+bool bf16_pairs_pay() {
+  static const bool pays = features().avx512_bf16 && avx512_bf16_dot_vs_fma() >= 1.3;
+  return pays;
+}
 
 bool self_check(const Kernel<float>& k, Operands ops) {
   switch (ops) {
