@@ -58,7 +58,8 @@ const SpinPolicy& spin_policy() {
 }
 
 std::atomic<bool> g_spin_allowed{true};
-std::atomic<int> g_spinning{0};                   // pool threads polling now
+std::atomic<int> g_awake{0};                      // pool workers not asleep in the kernel
+thread_local bool t_pool_worker = false;
 std::atomic<int64_t> g_spin_checked_ns{0};  // when spin_allowed was last decided (steady clock)
 
 // The runnable tasks of the whole machine now: /proc/loadavg's "running/total" field.
@@ -72,19 +73,23 @@ int runnable_tasks() {
   return running;
 }
 
-// Decides, at most every 20 ms (from the thread that hands out jobs), whether pollers may
-// run: only while the tasks runnable besides this process's own (the caller and the pool's
-// pollers) leave a core for each of `threads`.
+// Decides (from the thread that hands out jobs) whether pollers may run: only while the tasks
+// runnable besides this process's own (the caller and the pool's workers that are not asleep
+// in the kernel: polling, working, or just done) leave a core for each of `threads`. Polling
+// allowed, it is checked again after 20 ms; refused, after 2 ms, since what took the core is
+// often short (a training loop's prefetch of the next batch): a refusal that outlived it cost
+// the U-Net step 10-17% (docs/benchmark.md).
 void update_spin_allowed(int threads) {
   if (!spin_policy().adaptive) return;
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch()).count();
-  if (now - g_spin_checked_ns.load(std::memory_order_relaxed) < 20'000'000) return;
+  const int64_t period = g_spin_allowed.load(std::memory_order_relaxed) ? 20'000'000 : 2'000'000;
+  if (now - g_spin_checked_ns.load(std::memory_order_relaxed) < period) return;
   g_spin_checked_ns.store(now, std::memory_order_relaxed);
   static const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   const int running = runnable_tasks();
   if (running < 0) return;  // no /proc: keep the last decision
-  const int others = running - 1 - g_spinning.load(std::memory_order_relaxed);
+  const int others = running - 1 - g_awake.load(std::memory_order_relaxed);
   g_spin_allowed.store(others + threads <= cores, std::memory_order_relaxed);
 }
 
@@ -111,25 +116,24 @@ struct WaitWord {
   uint32_t wait_change(uint32_t old) {
     const SpinPolicy& policy = spin_policy();
     if (policy.time.count() > 0 && g_spin_allowed.load(std::memory_order_relaxed)) {
-      g_spinning.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       for (int i = 1;; ++i) {
         const uint32_t v = value.load(std::memory_order_acquire);
-        if (v != old) {
-          g_spinning.fetch_sub(1, std::memory_order_relaxed);
-          return v;
-        }
+        if (v != old) return v;
         if (i % 64 == 0 && (std::chrono::steady_clock::now() - start > policy.time ||
                             !g_spin_allowed.load(std::memory_order_relaxed)))
           break;
         cpu_relax();
       }
-      g_spinning.fetch_sub(1, std::memory_order_relaxed);
     }
     for (;;) {
       sleepers.fetch_add(1, std::memory_order_seq_cst);
       uint32_t v = value.load(std::memory_order_seq_cst);
-      if (v == old) futex_wait(value, old);
+      if (v == old) {
+        if (t_pool_worker) g_awake.fetch_sub(1, std::memory_order_relaxed);
+        futex_wait(value, old);
+        if (t_pool_worker) g_awake.fetch_add(1, std::memory_order_relaxed);
+      }
       sleepers.fetch_sub(1, std::memory_order_seq_cst);
       v = value.load(std::memory_order_acquire);
       if (v != old) return v;
@@ -204,12 +208,14 @@ class Pool {
     while (static_cast<int>(slots_.size()) < workers) {
       slots_.push_back(std::make_unique<Slot>());
       const int t = static_cast<int>(slots_.size());
+      g_awake.fetch_add(1, std::memory_order_relaxed);
       std::thread(&Pool::work, this, slots_.back().get(), t).detach();
     }
   }
 
   void work(Slot* slot, int t) {
     t_in_parallel = true;
+    t_pool_worker = true;  // counted awake by grow(), which started it
     uint32_t seen = 0;
     for (;;) {
       seen = slot->seq.wait_change(seen);

@@ -3,7 +3,8 @@
 // starts) and on a machine other processes keep busy that made small training programs
 // 3-20x slower (bench/threads_under_load). Idle threads here poll for 50 us and then sleep
 // on a futex, and poll only while the machine has a core to spare for them (the count of
-// runnable tasks in /proc/loadavg, read at most every 20 ms); HG_THREAD_SPIN_US=N fixes the
+// runnable tasks in /proc/loadavg besides its own threads, read again after 20 ms while
+// polling is allowed and after 2 ms while it is refused); HG_THREAD_SPIN_US=N fixes the
 // poll at N us whatever the load (0: sleep at once). How many threads: hg::set_num_threads(n),
 // else HG_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on (its
 // affinity mask).
