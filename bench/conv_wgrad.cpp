@@ -29,10 +29,11 @@ const Layer kLayers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},   {32, 8, 16, 3},  {32,
                          {8, 128, 64, 3}, {16, 64, 32, 3}, {32, 32, 16, 3}, {64, 16, 8, 3},  {8, 128, 64, 1},
                          {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1}, {64, 8, 4, 1}};
 
-// A layer of the U-Net of base width 8 * scale: the image's one channel and the head's 4
-// classes stay as they are.
-Layer scaled(Layer l, int64_t scale) {
+// A layer of the U-Net of base width 8 * scale on size x size inputs: the image's one
+// channel and the head's 4 classes stay as they are.
+Layer scaled(Layer l, int64_t scale, int64_t size) {
   l.cin = l.cin == 1 ? 1 : l.cin * scale, l.cout = l.cout == 4 ? 4 : l.cout * scale;
+  l.hw = l.hw * size / 64;
   return l;
 }
 
@@ -45,10 +46,11 @@ std::string layer_name(const Layer& l) {
 
 void usage(std::FILE* to) {
   std::fprintf(to,
-               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [--width 8|16|32] [--compare-tiles] [FILTER]\n"
+               "usage: conv_wgrad [--help] [--dtype f32|bf16|f16] [--width 8|16|32] [--size N] [--compare-tiles] [FILTER]\n"
                "  times the CPU conv2d weight gradient and forward on each U-Net layer shape, in f32, bf16\n"
                "  and f16 (or the one --dtype names); --width 16 / 32: the U-Net of that base width (channels\n"
-               "  x2 / x4, batch 8: torch_compare's other configurations); --compare-tiles: each f16/bf16 layer\n"
+               "  x2 / x4, batch 8: torch_compare's other configurations); --size N: input images N x N (a\n"
+               "  multiple of 16, default 64; torch_compare's w32 runs 128); --compare-tiles: each f16/bf16 layer\n"
                "  also without the direct tile convolution (AMX, or vdpbf16ps), rounds interleaved (row 'off');\n"
                "  FILTER runs only the layers whose name contains it (e.g. '3x3 8->16'); threads: OMP_NUM_THREADS\n");
 }
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   const char* only = nullptr;  // run only layers whose name contains this
   std::vector<DType> dtypes{f32, bf16, f16};
   int64_t width = 8;
+  int64_t size = 64;
   bool compare_tiles = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--width") == 0) {
@@ -68,6 +71,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       width = std::stoi(w);
+      continue;
+    }
+    if (std::strcmp(argv[i], "--size") == 0) {
+      const std::string v = i + 1 < argc ? argv[++i] : "";
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 16 || n > 1024 || n % 16 != 0) {
+        std::fprintf(stderr, "conv_wgrad: --size needs a multiple of 16 from 16 to 1024, got '%s'\n", v.c_str());
+        return 2;
+      }
+      size = n;
       continue;
     }
     if (std::strcmp(argv[i], "--dtype") == 0) {
@@ -96,16 +110,16 @@ int main(int argc, char** argv) {
   }
   const int64_t N = width == 8 ? 16 : 8, scale = width / 8;
   if (only && std::none_of(std::begin(kLayers), std::end(kLayers),
-                           [&](const Layer& l) { return layer_name(scaled(l, scale)).find(only) != std::string::npos; })) {
+                           [&](const Layer& l) { return layer_name(scaled(l, scale, size)).find(only) != std::string::npos; })) {
     std::fprintf(stderr, "conv_wgrad: no layer name contains '%s'; the layers of width %lld are:\n", only,
                  static_cast<long long>(width));
-    for (const Layer& l : kLayers) std::fprintf(stderr, "  %s\n", layer_name(scaled(l, scale)).c_str());
+    for (const Layer& l : kLayers) std::fprintf(stderr, "  %s\n", layer_name(scaled(l, scale, size)).c_str());
     return 2;
   }
   NoGrad no_grad;
   const Device cpu = Device::cpu();
-  std::printf("conv2d weight gradient vs forward, U-Net w%lld d4 b%lld 64^2, %d threads\n",
-              static_cast<long long>(width), static_cast<long long>(N), num_threads());
+  std::printf("conv2d weight gradient vs forward, U-Net w%lld d4 b%lld %lld^2, %d threads\n",
+              static_cast<long long>(width), static_cast<long long>(N), static_cast<long long>(size), num_threads());
   std::printf("%-18s %-5s %9s %9s %9s %9s %7s %9s %9s\n", "layer", "type", "wgrad ms", "GFLOP/s", "fwd ms", "GFLOP/s",
               "ratio", "dgrad ms", "GFLOP/s");
   double worst = 1e30;
@@ -113,7 +127,7 @@ int main(int argc, char** argv) {
     double total_w[2] = {}, total_f[2] = {}, total_d[2] = {};
     int variants = 1;
     for (Layer l : kLayers) {
-      l = scaled(l, scale);
+      l = scaled(l, scale, size);
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
       const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
