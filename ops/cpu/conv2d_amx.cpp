@@ -35,8 +35,8 @@ template bool forward_on<amx::HardwareTiles, half>(const Sizes&, const half*, co
 template bool dgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
                                                       bfloat16*, int);
 template bool dgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
-template bool wgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
-template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, half*, int);
+template bool wgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int, int64_t);
+template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, half*, int, int64_t);
 }  // namespace hg::cpu::amx_conv
 #pragma GCC pop_options
 #define HG_CONV_AMX 1
@@ -48,7 +48,7 @@ template bool forward_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*,
                                                    bfloat16*, int);
 template bool dgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
                                                  bfloat16*, int);
-template bool wgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int);
+template bool wgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int, int64_t);
 }  // namespace hg::cpu::amx_conv
 #else
 #include "ops/cpu/conv2d_amx.h"

@@ -219,8 +219,12 @@ bool amx_wgrad_wins(const Geometry& g) {
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
 //   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
 //   of the padded grid's slots are pixels (w8 4 x 4: 64->128 0.096 -> 0.112 ms; in the w16
-//   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms), and below 64 filters (from
-//   64 the engine's pair kernel wins: 64->64 @16 0.42 -> 0.45 ms on the tiles).
+//   step, 8 x 8 128->128 lost 0.40-0.43 (f32) -> 0.56-0.58 ms). Any number of filters since
+//   the images are staged a group at a time (conv2d_amx_wgrad.h; ninth session, same host):
+//   against the engine's pair kernel, w32 @128 3x3 64->64 @64 6.0-7.1 -> 3.7-3.8 ms, 256->128
+//   @32 9.8-10.7 -> 7.4-7.5, 128->64 @64 12.4-12.9 -> 7.7; w16 64->64 @16 0.35 -> 0.25,
+//   128->64 @16 0.64 -> 0.49, 1x1 128->64 @16 0.10 -> 0.08; none lost (the earlier cap at 64
+//   filters, 64->64 @16 0.42 -> 0.45 ms on the tiles, no longer holds).
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
@@ -230,7 +234,7 @@ bool dot_wgrad_wins(const Geometry& g) {
   // The reduction runs over each image's padded grid in steps of 32 slots: at least 4/5 of
   // them real pixels (3x3 from 16 x 16 images; 8 x 8 ones fill 64 of 96).
   const int64_t Wp = g.Q + g.S - 1, slots = ((g.P - 1) * Wp + g.Q + 31) / 32 * 32;
-  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && g.K < 64 && 5 * g.P * g.Q >= 4 * slots;
+  return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && 5 * g.P * g.Q >= 4 * slots;
 }
 
 // The direct convolution on unit u fits: one group, unit strides and column dilation, and

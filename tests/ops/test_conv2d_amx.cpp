@@ -137,14 +137,15 @@ std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t see
 // The weight gradient gw [K, R, S, C] from gy and x against f64 loops, with tiles `Tiles`
 // (or the unit); returns it.
 template <class Tiles, class T>
-std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed) {
+std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed,
+                             int64_t group_bytes = cpu::amx_conv::kWgradGroupBytes) {
   const std::vector<T> gy = values<T>(s.N * s.P * s.Q * s.K, seed, 4.0), x = values<T>(s.N * s.H * s.W * s.C, seed + 1, 4.0);
   std::vector<T> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<T>(NAN));
   bool ran;
   if constexpr (is_unit<Tiles>)
     ran = cpu::amx_conv::wgrad<T>(Tiles::unit, s, gy.data(), x.data(), gw.data(), threads);
   else
-    ran = cpu::amx_conv::wgrad_on<Tiles>(s, gy.data(), x.data(), gw.data(), threads);
+    ran = cpu::amx_conv::wgrad_on<Tiles>(s, gy.data(), x.data(), gw.data(), threads, group_bytes);
   REQUIRE(ran);
   std::vector<double> ref(gw.size(), 0.0), mag(gw.size(), 0.0);
   each_product(s, [&](int64_t yi, int64_t xi, int64_t wi) {
@@ -206,6 +207,34 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): weight gradient within t
     CHECK(same_bits(one, two));
   }
   CHECK(cpu::amx_conv::wgrad_chunk_steps(4 * 27, 16 * 144) < 4 * 27);  // `big` really is in several chunks
+}
+
+// The weight gradient stages and reduces the batch a group of images at a time (as many as
+// fit in a byte budget): one image per group must give the bits of the whole batch at once,
+// with chunks of the reduction cut by a group's end (27 and 26 steps an image, chunks of 32)
+// and images without top padding (whose neighbour's first row is real data).
+template <class Tiles, class T>
+void grouping_keeps_bits(uint64_t seed) {
+  const Sizes unpadded = sizes(3, 6, 20, 16, 24, 3, 3, 0, 1, 1);
+  for (const Sizes& s : {kShapes[0], kShapes[2], kShapes[4], sizes(4, 20, 40, 16, 16, 3, 3, 1, 1, 1), unpadded}) {
+    INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K << " pad " << s.ph);
+    const std::vector<T> whole = wgrad_checked<Tiles, T>(s, 2, seed, int64_t{1} << 40);
+    CHECK(same_bits(whole, wgrad_checked<Tiles, T>(s, 2, seed, 1)));
+    CHECK(same_bits(whole, wgrad_checked<Tiles, T>(s, 1, seed, 1)));
+  }
+}
+
+TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): the weight gradient a group of images at a time, the same bits",
+                   "[conv2d][amx]", bfloat16, half) {
+  grouping_keeps_bits<ModelTiles, TestType>(9);
+  // A value refused in the last image, met after the first groups are reduced: nothing written.
+  const Sizes s = sizes(3, 6, 20, 16, 24, 3, 3, 1, 1, 1);
+  std::vector<TestType> x = values<TestType>(s.N * s.H * s.W * s.C, 3, 4.0);
+  const std::vector<TestType> gy = values<TestType>(s.N * s.P * s.Q * s.K, 4, 4.0);
+  x[x.size() - 5] = store<TestType>(std::numeric_limits<double>::infinity());
+  std::vector<TestType> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<TestType>(-3.0));
+  CHECK_FALSE(cpu::amx_conv::wgrad_on<ModelTiles>(s, gy.data(), x.data(), gw.data(), 2, 1));
+  CHECK(std::all_of(gw.begin(), gw.end(), [](TestType v) { return load(v) == -3.0; }));
 }
 
 TEMPLATE_TEST_CASE("conv2d on AMX tiles: operands the unit would not multiply exactly are refused, nothing written",
@@ -277,6 +306,7 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   std::vector<Sizes> shapes(std::begin(kShapes), std::end(kShapes));
   shapes.push_back(sizes(2, 6, 20, 2, 16, 3, 3, 1, 1, 1));
   all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
+  grouping_keeps_bits<Dot, bfloat16>(19);
   // Through the entry points where the CPU picks this unit (its self-check passed); f16 is not
   // multiplied on it (four plane products would lose to the f32 tiles).
   hg::cpu::ForceIsa avx512(Isa::avx512);
