@@ -210,6 +210,35 @@ void block(const Plan& pl, int64_t m0, int64_t g0, float* c, int64_t ldc) {
 // Pixels per block: 64 (four 16-pixel tiles, or two blocks of two).
 constexpr int64_t kBlock = 64;
 
+// A unit that multiplies pair by pair with its sums in registers (amx_dpbf16.h: conv_rows,
+// and wgrad_rows for conv2d_amx_wgrad.h).
+template <class Tiles>
+concept RowsUnit = requires(const typename Tiles::ConvRows& k, const typename Tiles::WgradRows& w) {
+  Tiles::template conv_rows<1, 1>(k);
+  Tiles::template wgrad_rows<1, 1>(w);
+};
+
+// The block of kBlock pixels from flat pixel m0 by every filter group, on such a unit: FG
+// groups (4, 2 or 1: 64, 32 or 16 filters) by NP pixels at a time (24 sums in registers), a
+// block's tail of 64 mod NP pixels by a tile of its own. The same sums as block(), bit for bit.
+template <class Tiles>
+void rows_blocks(const Plan& pl, int64_t m0, float* c, int64_t ldc) {
+  const Image& im = *pl.img;
+  using Rows = typename Tiles::ConvRows;
+  const int64_t gb = pl.R * pl.steps * kTile;
+  auto pass = [&]<int FG, int NP, int Tail>(int64_t g) {
+    Rows k{im.data(0) + m0 * im.C, im.C, pl.dh * im.Wp * im.C, pl.R, pl.steps, pl.S * im.C,
+           pl.wt.data() + pl.b_at(g, 0, 0, 0), gb, c + g * 16, ldc};
+    int64_t i = 0;
+    for (; i + NP <= kBlock; i += NP, k.a += NP * im.C, k.c += NP * ldc) Tiles::template conv_rows<NP, FG>(k);
+    if constexpr (Tail > 0) Tiles::template conv_rows<Tail, FG>(k);
+  };
+  int64_t g = 0;
+  for (; g + 4 <= pl.groups; g += 4) pass.template operator()<4, 6, kBlock % 6>(g);
+  for (; g + 2 <= pl.groups; g += 2) pass.template operator()<2, 12, kBlock % 12>(g);
+  for (; g < pl.groups; ++g) pass.template operator()<1, 24, kBlock % 24>(g);
+}
+
 // rows x F sums c (row stride ldc) plus bias (F values, or null), each rounded once into dst
 // (row stride ld): the engine epilogue's arithmetic (store_tile with alpha 1, no ReLU),
 // 16 values per step with AVX-512 where the CPU has it (conv2d_amx.cpp).
@@ -239,12 +268,16 @@ void run(const Plan& pl, T* y, const float* bias, int threads) {
     amx::begin<Tiles>();
     for (int64_t b = b0; b < std::min(blocks, b0 + per_task); ++b) {
       const int64_t m_local = b * kBlock, m0 = n * im.Hp * Wp + m_local;
-      int64_t g = 0;
-      for (; g + 2 <= pl.groups; g += 2) {
-        block<Tiles, Planes, 2, 2>(pl, m0, g, c, ldc);
-        block<Tiles, Planes, 2, 2>(pl, m0 + 32, g, c + 32 * ldc, ldc);
+      if constexpr (RowsUnit<Tiles> && Planes == 1) {
+        rows_blocks<Tiles>(pl, m0, c, ldc);
+      } else {
+        int64_t g = 0;
+        for (; g + 2 <= pl.groups; g += 2) {
+          block<Tiles, Planes, 2, 2>(pl, m0, g, c, ldc);
+          block<Tiles, Planes, 2, 2>(pl, m0 + 32, g, c + 32 * ldc, ldc);
+        }
+        if (g < pl.groups) block<Tiles, Planes, 4, 1>(pl, m0, g, c, ldc);
       }
-      if (g < pl.groups) block<Tiles, Planes, 4, 1>(pl, m0, g, c, ldc);
       for (int64_t i = 0; i < kBlock && m_local + i < Mi;) {
         const int64_t p = (m_local + i) / Wp, q = (m_local + i) % Wp;
         if (q >= pl.Q) {

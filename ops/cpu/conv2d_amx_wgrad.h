@@ -85,6 +85,45 @@ void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const i
   Tiles::template store<2>(at(2), cs), Tiles::template store<3>(at(3), cs);
 }
 
+// A task of wgrad_on on a unit with its sums in registers (amx_dpbf16.h, wgrad_rows): steps
+// [s_begin, s_end) of filters [f_begin, f_begin + nf) into their partial rows out (row stride
+// ldc, filter f_begin first), in sub-ranges of 8 steps; per sub-range 8 filters by 3 columns
+// at a time (a kernel row's last by 1 or 2). The sums of wgrad_block, bit for bit.
+template <class Tiles>
+void rows_task(const WgradPlan& pl, int64_t s_begin, int64_t s_end, int64_t f_begin, int64_t nf, float* out,
+               int64_t ldc, int64_t chunk_begin) {
+  using Rows = typename Tiles::WgradRows;
+  const Image& im = *pl.img;
+  const int64_t C = im.C, grid = im.Hp * im.Wp, columns = pl.R * pl.groups, kSub = 8, NF = 8;
+  for (int64_t s0 = s_begin; s0 < s_end; s0 += kSub) {
+    const int64_t n = std::min(kSub, s_end - s0), l0 = s0 - pl.first_step;
+    const uint32_t* b[kSub];
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t ls = l0 + t;
+      b[t] = pl.pairs.data() + ((ls / pl.per_image) * grid + (ls % pl.per_image) * 32) * C;
+    }
+    for (int64_t f0 = 0; f0 < nf; f0 += NF) {
+      int64_t off[3], col_at[3];
+      Rows k{pl.gyt.data() + (l0 * pl.Kp + f_begin + f0) * 32, pl.Kp * 32, b, 2 * C, off, n, out + f0 * ldc, col_at, ldc,
+             s0 == chunk_begin};
+      for (int64_t c0 = 0; c0 < columns;) {
+        const int64_t nv = std::min<int64_t>(3, columns - c0);
+        for (int64_t e = 0; e < nv; ++e) {
+          const int64_t j = c0 + e;
+          off[e] = pl.column_offset(j), col_at[e] = (j / pl.groups) * pl.groups * 16 + (j % pl.groups) * 16;
+        }
+        if (nv == 3)
+          Tiles::template wgrad_rows<8, 3>(k);
+        else if (nv == 2)
+          Tiles::template wgrad_rows<8, 2>(k);
+        else
+          Tiles::template wgrad_rows<8, 1>(k);
+        c0 += nv;
+      }
+    }
+  }
+}
+
 // Steps per chunk of the reduction: a function of the shape only. At least 32 steps (1024
 // pixels) and at most 64 chunks, partials within ~64 MiB.
 inline int64_t wgrad_chunk_steps(int64_t steps, int64_t wsize) {
@@ -222,6 +261,8 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64
       const int64_t ch = c0 + task / fsets, fs = task % fsets;
       const int64_t s_begin = std::max(g0, ch * chunk), s_end = std::min(g1, (ch + 1) * chunk);
       float* out = part.data() + ch * wsize + fs * FG * 16 * RG;
+      if constexpr (RowsUnit<Tiles> && Planes == 1) return rows_task<Tiles>(pl, s_begin, s_end, fs * FG * 16, FG * 16,
+                                                                            out, RG, ch * chunk);
       amx::begin<Tiles>();
       for (int64_t s0 = s_begin; s0 < s_end; s0 += kSub) {
         const int64_t n = std::min(kSub, s_end - s0);

@@ -48,7 +48,8 @@ std::vector<T> values(int64_t n, uint64_t seed, double scale) {
   uint64_t s = seed;
   for (T& x : v) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x = store<T>(scale * (static_cast<double>(s >> 40) / 16777216.0 - 0.5));
+    // Spread over 8 binades, so that sums round and their order shows in the bits.
+    x = store<T>(std::ldexp(scale * (static_cast<double>(s >> 40) / 16777216.0 - 0.5), -static_cast<int>((s >> 20) & 7)));
   }
   return v;
 }
@@ -102,6 +103,24 @@ void check_against_f64(const Sizes& s, bool dgrad, const std::vector<T>& in, con
   });
   check_bound(ref, mag, got, s.R * s.S * (dgrad ? s.K : s.C));
 }
+
+// DotTiles' tile products one at a time, without its register-resident blocks (conv_rows,
+// wgrad_rows): the kernels' tile-by-tile path on vdpbf16ps.
+struct DotByTile {
+  using D = cpu::gemm::amx::DotTiles;
+  static void configure(const cpu::gemm::amx::TileConfig& c) { D::configure(c); }
+  static void release() { D::release(); }
+  template <int T>
+  static void zero() { D::zero<T>(); }
+  template <int T>
+  static void load(const void* p, int64_t stride) { D::load<T>(p, stride); }
+  template <int T>
+  static void store(void* p, int64_t stride) { D::store<T>(p, stride); }
+  static void limit_pairs(int pairs) { D::limit_pairs(pairs); }
+  template <int C, int A, int B>
+  static void dot() { D::dot<C, A, B>(); }
+};
+static_assert(cpu::amx_conv::RowsUnit<cpu::gemm::amx::DotTiles> && !cpu::amx_conv::RowsUnit<DotByTile>);
 
 // The entry points on a unit: run_checked's stand-ins for a `Tiles` type.
 struct Hardware {
@@ -307,6 +326,17 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   shapes.push_back(sizes(2, 6, 20, 2, 16, 3, 3, 1, 1, 1));
   all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
   grouping_keeps_bits<Dot, bfloat16>(19);
+  // Its sums kept in registers (conv_rows, wgrad_rows) give the bits of the same products one
+  // 16 x 16 tile at a time, their sums stored between products (kShapes[0]: 20 filters, 4 + 1
+  // groups and partial steps; a 16 x 16 image of 64 filters: groups of four).
+  shapes.push_back(sizes(2, 16, 16, 24, 64, 3, 3, 1, 1, 1));
+  for (const Sizes& s : shapes) {
+    INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
+    CHECK(same_bits(run_checked<Dot, bfloat16>(s, false, 2, 23), run_checked<DotByTile, bfloat16>(s, false, 2, 23)));
+    if ((s.R - 1) * s.dh >= s.ph && s.S - 1 >= s.pw)
+      CHECK(same_bits(run_checked<Dot, bfloat16>(s, true, 2, 23), run_checked<DotByTile, bfloat16>(s, true, 2, 23)));
+    CHECK(same_bits(wgrad_checked<Dot, bfloat16>(s, 2, 29), wgrad_checked<DotByTile, bfloat16>(s, 2, 29)));
+  }
   // Through the entry points where the CPU picks this unit (its self-check passed); f16 is not
   // multiplied on it (four plane products would lose to the f32 tiles).
   hg::cpu::ForceIsa avx512(Isa::avx512);

@@ -15,6 +15,7 @@
 #pragma once
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -101,6 +102,103 @@ struct DotTiles {
 #pragma GCC unroll 16
     for (int m = 0; m < kRows; ++m) _mm512_store_ps(c + m * 16, acc[m]);
   }
+  // The direct convolution's block (conv2d_amx.h, run) with its sums in registers: NP pixels
+  // by FG groups of 16 filters, c[i * ldc + 16 f + j] = the sum over kernel rows r < R, steps
+  // st < steps and pairs q of the step (of ceil(min(32, SC - 32 st) / 2)) of the image pair
+  // a[i * sa + r * ra + 32 st + 2q] times the weights' pair row b[f * gb + (r * steps + st) *
+  // 512 + 32 q + 2j] (the plan's B tiles). Each sum is the chain the tile products make
+  // (pairs in order, step after step, from zero) without their loads and stores of the sums
+  // between products: the same bits. The zero pairs a tile product would add past a partial
+  // step's last are left out (adding a zero product to a sum started at +0 changes nothing).
+  struct ConvRows {
+    const uint16_t* a;  // the block's first pixel's value 0 of kernel row 0
+    int64_t sa, ra;     // from a pixel to the next, from a kernel row to the next (values)
+    int64_t R, steps, SC;
+    const uint16_t* b;  // the first group's B tile of (r 0, step 0)
+    int64_t gb;         // from a group's B tiles to the next (values)
+    float* c;
+    int64_t ldc;
+  };
+  template <int NP, int FG>
+  __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void conv_rows(const ConvRows& k) {
+    __m512 acc[NP][FG];
+#pragma GCC unroll 24
+    for (int i = 0; i < NP; ++i)
+#pragma GCC unroll 4
+      for (int f = 0; f < FG; ++f) acc[i][f] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < k.R; ++r)
+      for (int64_t st = 0; st < k.steps; ++st) {
+        const int64_t pairs = (std::min<int64_t>(kK, k.SC - st * kK) + 1) / 2;
+        const uint16_t* a = k.a + r * k.ra + st * kK;
+        const uint16_t* b = k.b + (r * k.steps + st) * kRows * kK;
+        for (int64_t q = 0; q < pairs; ++q) {
+          __m512bh bq[FG];
+#pragma GCC unroll 4
+          for (int f = 0; f < FG; ++f)
+            bq[f] = reinterpret_cast<__m512bh>(_mm512_load_si512(b + f * k.gb + q * 32));
+#pragma GCC unroll 24
+          for (int i = 0; i < NP; ++i) {
+            const unsigned char* p = reinterpret_cast<const unsigned char*>(a + i * k.sa + 2 * q);
+#pragma GCC unroll 4
+            for (int f = 0; f < FG; ++f) acc[i][f] = dot_bcast(acc[i][f], bq[f], p);
+          }
+        }
+      }
+#pragma GCC unroll 24
+    for (int i = 0; i < NP; ++i)
+#pragma GCC unroll 4
+      for (int f = 0; f < FG; ++f) _mm512_storeu_ps(k.c + i * k.ldc + 16 * f, acc[i][f]);
+  }
+
+  // The weight gradient's block (conv2d_amx_wgrad.h) with its sums in registers: NF filters
+  // by NV columns of 16 values, over n steps of 32 pixels (16 pairs each):
+  // c[f * ldc + col_at[e] + j] (from zero when `first`, else from what is there) plus, step
+  // t by step, pair q by pair, gyT's pair a[t * sa + 32 f + 2q] times the image pairs' row
+  // b[t][q * sb + off[e] + j]. The chain the tile products make, without their loads and
+  // stores of the sums between products: the same bits.
+  struct WgradRows {
+    const uint16_t* a;
+    int64_t sa;
+    const uint32_t* const* b;
+    int64_t sb;
+    const int64_t* off;
+    int64_t n;
+    float* c;
+    const int64_t* col_at;
+    int64_t ldc;
+    bool first;
+  };
+  template <int NF, int NV>
+  __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void wgrad_rows(const WgradRows& k) {
+    __m512 acc[NF][NV];
+#pragma GCC unroll 16
+    for (int f = 0; f < NF; ++f)
+#pragma GCC unroll 4
+      for (int e = 0; e < NV; ++e)
+        acc[f][e] = k.first ? _mm512_setzero_ps() : _mm512_loadu_ps(k.c + f * k.ldc + k.col_at[e]);
+    for (int64_t t = 0; t < k.n; ++t) {
+      const uint16_t* a = k.a + t * k.sa;
+      const uint32_t* b = k.b[t];
+#pragma GCC unroll 2
+      for (int q = 0; q < kRows; ++q) {
+        __m512bh bv[NV];
+#pragma GCC unroll 4
+        for (int e = 0; e < NV; ++e)
+          bv[e] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + q * k.sb + k.off[e]));
+#pragma GCC unroll 16
+        for (int f = 0; f < NF; ++f) {
+          const unsigned char* p = reinterpret_cast<const unsigned char*>(a + f * 32 + 2 * q);
+#pragma GCC unroll 4
+          for (int e = 0; e < NV; ++e) acc[f][e] = dot_bcast(acc[f][e], bv[e], p);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int f = 0; f < NF; ++f)
+#pragma GCC unroll 4
+      for (int e = 0; e < NV; ++e) _mm512_storeu_ps(k.c + f * k.ldc + k.col_at[e], acc[f][e]);
+  }
+
   // acc + the pair at p (broadcast to 16 lanes) times b's 16 pairs: vdpbf16ps with p as its
   // {1to16} memory operand.
   __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline)) static inline __m512 dot_bcast(
