@@ -25,12 +25,11 @@ struct WgradPlan {
   aligned_vector<uint16_t> gyt;        // [plane][step][Kp][32]: gy transposed per 32-pixel step, zero past the valid pixels
   aligned_vector<uint32_t> pairs;      // [plane][img->plane]: (Z[t], Z[t + C])
   int64_t P = 0, Q = 0, R = 1, S = 1, dh = 1, K = 0;
-  int64_t Kp = 0, Mt = 0;              // filters rounded up to the tiles' (16 or 32); gyT's pixel slots
+  int64_t Kp = 0, Mt = 0;              // filters rounded up to the tiles' (16 or 32); gyT's pixel slots per plane (a group's)
   int64_t per_image = 0, steps = 0;    // 32-pixel steps per image, in all
   int64_t first_step = 0;              // the staged images' first step: gyT and the pairs hold steps from it
   int64_t groups = 0;                  // value groups of 16 per kernel row: ceil(S*C / 16)
 
-  int64_t SC() const { return S * img->C; }
   // Column j of the output (kernel row r, values 16g..16g+15): its offset in the image.
   int64_t column_offset(int64_t j) const { return (j / groups) * dh * img->Wp * img->C + (j % groups) * 16; }
 };
@@ -63,7 +62,7 @@ void wgrad_block(const WgradPlan& pl, int64_t s0, int64_t n, int64_t g0, const i
     const uint16_t* a = pl.gyt.data() + (ls * pl.Kp + g0 * 16) * 32;  // 16 filters x 32 pixels: contiguous
     const uint32_t* b = pl.pairs.data() + (img_n * grid + m) * C;
     for (int s = 0; s < kSteps; ++s) {
-      const uint16_t* ap = a + kPlaneA[s] * pl.Kp * pl.Mt;  // Mt = steps * 32
+      const uint16_t* ap = a + kPlaneA[s] * pl.Kp * pl.Mt;
       const uint32_t* bp = b + kPlaneB[s] * im.plane;
       if constexpr (FG == 2) {
         if (s == 0 || kPlaneA[s] != kPlaneA[s - 1])
@@ -110,7 +109,7 @@ void rows_task(const WgradPlan& pl, int64_t s_begin, int64_t s_end, int64_t f_be
         const int64_t nv = std::min<int64_t>(3, columns - c0);
         for (int64_t e = 0; e < nv; ++e) {
           const int64_t j = c0 + e;
-          off[e] = pl.column_offset(j), col_at[e] = (j / pl.groups) * pl.groups * 16 + (j % pl.groups) * 16;
+          off[e] = pl.column_offset(j), col_at[e] = 16 * j;
         }
         if (nv == 3)
           Tiles::template wgrad_rows<8, 3>(k);
@@ -261,24 +260,26 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64
       const int64_t ch = c0 + task / fsets, fs = task % fsets;
       const int64_t s_begin = std::max(g0, ch * chunk), s_end = std::min(g1, (ch + 1) * chunk);
       float* out = part.data() + ch * wsize + fs * FG * 16 * RG;
-      if constexpr (RowsUnit<Tiles> && Planes == 1) return rows_task<Tiles>(pl, s_begin, s_end, fs * FG * 16, FG * 16,
-                                                                            out, RG, ch * chunk);
-      amx::begin<Tiles>();
-      for (int64_t s0 = s_begin; s0 < s_end; s0 += kSub) {
-        const int64_t n = std::min(kSub, s_end - s0);
-        for (int64_t cset = 0; cset < col_sets; ++cset) {
-          int64_t cols[4], col_at[4];
-          for (int64_t e = 0; e < EG; ++e) {
-            cols[e] = std::min(columns - 1, cset * EG + e);  // a short set repeats its last column
-            col_at[e] = (cols[e] / pl.groups) * pl.groups * 16 + (cols[e] % pl.groups) * 16;
+      if constexpr (RowsUnit<Tiles> && Planes == 1) {
+        rows_task<Tiles>(pl, s_begin, s_end, fs * FG * 16, FG * 16, out, RG, ch * chunk);
+      } else {
+        amx::begin<Tiles>();
+        for (int64_t s0 = s_begin; s0 < s_end; s0 += kSub) {
+          const int64_t n = std::min(kSub, s_end - s0);
+          for (int64_t cset = 0; cset < col_sets; ++cset) {
+            int64_t cols[4], col_at[4];
+            for (int64_t e = 0; e < EG; ++e) {
+              cols[e] = std::min(columns - 1, cset * EG + e);  // a short set repeats its last column
+              col_at[e] = 16 * cols[e];  // column j's 16 values in a partial row [R][groups*16]
+            }
+            if (wide)
+              wgrad_block<Tiles, Planes, 2, 2>(pl, s0, n, fs * 2, cols, col_at, out, RG, s0 == ch * chunk);
+            else
+              wgrad_block<Tiles, Planes, 1, 4>(pl, s0, n, fs, cols, col_at, out, RG, s0 == ch * chunk);
           }
-          if (wide)
-            wgrad_block<Tiles, Planes, 2, 2>(pl, s0, n, fs * 2, cols, col_at, out, RG, s0 == ch * chunk);
-          else
-            wgrad_block<Tiles, Planes, 1, 4>(pl, s0, n, fs, cols, col_at, out, RG, s0 == ch * chunk);
         }
+        amx::end<Tiles>();
       }
-      amx::end<Tiles>();
     });
   }
   // The partials summed in chunk order (filters k < K, values v < S*C of each kernel row),
