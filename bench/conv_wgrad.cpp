@@ -2,6 +2,7 @@
 // width 8, depth 4, batch 16, 64x64, NHWC), ms and GFLOP/s per shape and dtype, beside the
 // same layer's forward and input gradient (timed interleaved with it: rounds of one each,
 // best of each): the ratio wgrad / forward GFLOP/s is what issue 32's goal (>= 0.75) is about.
+// The decoder's 2x2 stride-2 transposed convolutions are rows "2x2s2" (see Layer).
 
 #include <algorithm>
 #include <cstdio>
@@ -20,14 +21,20 @@ using namespace hg;
 
 namespace {
 
+// A layer as conv2d sees it: x [N, hw, hw, cin] -> y [N, hw/stride, hw/stride, cout], w [cout, k, k, cin].
+// The decoder's ConvTranspose2d(2c -> c, 2x2, stride 2) is the input gradient of the conv
+// 2x2 stride 2 c -> 2c on its output (its forward runs conv2d's dgrad, its input gradient
+// conv2d's forward): those rows have stride 2, and the bias (of the pass that has one in the
+// model: the head's forward, the transposed convolution's dgrad) is added as there.
 struct Layer {
-  int64_t hw, cin, cout, k;  // image side, channels in/out, kernel side
+  int64_t hw, cin, cout, k, stride = 1;  // image side, channels in/out, kernel side, stride
 };
 
-const Layer kLayers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},   {32, 8, 16, 3},  {32, 16, 16, 3}, {16, 16, 32, 3},
-                         {16, 32, 32, 3}, {8, 32, 64, 3},  {8, 64, 64, 3},  {4, 64, 128, 3}, {4, 128, 128, 3},
-                         {8, 128, 64, 3}, {16, 64, 32, 3}, {32, 32, 16, 3}, {64, 16, 8, 3},  {8, 128, 64, 1},
-                         {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1}, {64, 8, 4, 1}};
+const Layer kLayers[] = {{64, 1, 8, 3},   {64, 8, 8, 3},   {32, 8, 16, 3},   {32, 16, 16, 3},  {16, 16, 32, 3},
+                         {16, 32, 32, 3}, {8, 32, 64, 3},  {8, 64, 64, 3},   {4, 64, 128, 3},  {4, 128, 128, 3},
+                         {8, 128, 64, 3}, {16, 64, 32, 3}, {32, 32, 16, 3},  {64, 16, 8, 3},   {8, 128, 64, 1},
+                         {16, 64, 32, 1}, {32, 32, 16, 1}, {64, 16, 8, 1},   {64, 8, 4, 1},    {8, 64, 128, 2, 2},
+                         {16, 32, 64, 2, 2}, {32, 16, 32, 2, 2}, {64, 8, 16, 2, 2}};
 
 // A layer of the U-Net of base width 8 * scale on size x size inputs: the image's one
 // channel and the head's 4 classes stay as they are.
@@ -38,9 +45,10 @@ Layer scaled(Layer l, int64_t scale, int64_t size) {
 }
 
 std::string layer_name(const Layer& l) {
-  char name[40];
-  std::snprintf(name, sizeof name, "%lldx%lld %lld->%lld @%lld", static_cast<long long>(l.k), static_cast<long long>(l.k),
-                static_cast<long long>(l.cin), static_cast<long long>(l.cout), static_cast<long long>(l.hw));
+  char name[48];
+  std::snprintf(name, sizeof name, "%lldx%lld%s %lld->%lld @%lld", static_cast<long long>(l.k),
+                static_cast<long long>(l.k), l.stride == 2 ? "s2" : "", static_cast<long long>(l.cin),
+                static_cast<long long>(l.cout), static_cast<long long>(l.hw));
   return name;
 }
 
@@ -130,12 +138,15 @@ int main(int argc, char** argv) {
       l = scaled(l, scale, size);
       const std::string name = layer_name(l);
       if (only && name.find(only) == std::string::npos) continue;
-      const Conv2dOptions p{{1, 1}, {l.k / 2, l.k / 2}, {1, 1}, 1};
+      const int64_t pad = l.stride == 1 ? l.k / 2 : 0, out = l.hw / l.stride;
+      const Conv2dOptions p{{l.stride, l.stride}, {pad, pad}, {1, 1}, 1};
       Generator g(3);
-      Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, l.hw, l.hw, l.cout}, {dt}, &g);
+      Tensor x = randn({N, l.hw, l.hw, l.cin}, {dt}, &g), gy = randn({N, out, out, l.cout}, {dt}, &g);
       Tensor w = randn({l.cout, l.k, l.k, l.cin}, {dt}, &g);
-      Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt}), y = empty({N, l.hw, l.hw, l.cout}, {dt});
+      Tensor gw = empty({l.cout, l.k, l.k, l.cin}, {dt}), y = empty({N, out, out, l.cout}, {dt});
       Tensor gx = empty({N, l.hw, l.hw, l.cin}, {dt});
+      const Tensor fwd_bias = l.cout == 4 ? randn({l.cout}, {dt}, &g) : Tensor();
+      const Tensor dgrad_bias = l.stride == 2 ? randn({l.cin}, {dt}, &g) : Tensor();
       // Interleaved: each round times one wgrad, one forward and one dgrad (per variant: with
       // and, for --compare-tiles, without the tile convolution); the best of each is kept.
       variants = compare_tiles && dt != f32 ? 2 : 1;
@@ -145,10 +156,10 @@ int main(int argc, char** argv) {
           std::optional<cpu::amx_conv::TilesOff> off;
           if (v == 1) off.emplace();
           sw[v] = std::min(sw[v], bench::best_seconds([&] { conv2d_wgrad_stub(cpu, gy, x, gw, p); }, 0.03, 8));
-          sf[v] = std::min(sf[v], bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, Tensor(), y, p); }, 0.03, 8));
-          sd[v] = std::min(sd[v], bench::best_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, Tensor(), gx, p); }, 0.03, 8));
+          sf[v] = std::min(sf[v], bench::best_seconds([&] { conv2d_forward_stub(cpu, x, w, fwd_bias, y, p); }, 0.03, 8));
+          sd[v] = std::min(sd[v], bench::best_seconds([&] { conv2d_dgrad_stub(cpu, gy, w, dgrad_bias, gx, p); }, 0.03, 8));
         }
-      const double flops = 2.0 * N * l.hw * l.hw * l.cout * l.k * l.k * l.cin;
+      const double flops = 2.0 * N * out * out * l.cout * l.k * l.k * l.cin;
       for (int v = 0; v < variants; ++v) total_w[v] += sw[v], total_f[v] += sf[v], total_d[v] += sd[v];
       worst = std::min(worst, sf[0] / sw[0]);
       for (int v = 0; v < variants; ++v)

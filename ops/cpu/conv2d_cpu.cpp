@@ -62,14 +62,22 @@ const Wide<T>* activation(const Tensor& t, int slot) {
   }
 }
 
-// Calls f(p) with the activation as the gathers should read it: t's own values when a 1x1
-// kernel reads each once (or it is f32/f64 already), else activation()'s widened copy.
+// Calls f(p) with the activation as the gathers should read it: t's own values when the
+// gathers read each once (reads == 1: a 1x1 kernel, or windows that do not overlap; or it is
+// f32/f64 already), else activation()'s widened copy.
 template <class T, class F>
-void with_activation(const Tensor& t, int slot, int64_t taps, F&& f) {
-  if (taps == 1)
+void with_activation(const Tensor& t, int slot, int64_t reads, F&& f) {
+  if (reads == 1)
     f(t.data<T>());
   else
     f(activation<T>(t, slot));
+}
+
+// How many of the forward's receptive fields read one value of x (at most): 1 where the
+// windows do not overlap (a 1x1 kernel; the decoder's 2x2 stride-2 transposed convolution).
+int64_t field_reads(const Geometry& g) {
+  const bool overlap = (g.R - 1) * g.dh >= g.sh || (g.S - 1) * g.dw >= g.sw;
+  return overlap ? g.R * g.S : 1;
 }
 
 // The forward's receptive fields of x for group grp, rows = output pixels.
@@ -273,7 +281,7 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_forward_fits(g))
       return direct_forward<T>(g, xt.data<T>(), wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
-  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
+  with_activation<T>(xt, 0, field_reads(g), [&]<class X>(const X* x) {
     for (int64_t grp = 0; grp < g.G; ++grp) {
       const gemm::ConvRows<X> a{forward_fields(g, x, grp)};
       const gemm::Matrix<T> wrows{wt.data<T>() + grp * g.Kg * g.RSCg, g.RSCg, 1};
@@ -341,6 +349,34 @@ void direct_dgrad(const Geometry& g, const T* gy, const T* w, const float* bias,
   direct::run(plan, gemm::Output{gxt.data<T>(), gxt.dtype(), g.H, g.W, g.H * g.W * g.C, g.W * g.C, g.C, 1}, ep);
 }
 
+// Windows that tile the image exactly: stride = kernel, no padding, no dilation, one group
+// (the decoder's 2x2 stride-2 transposed convolution, whose forward is this input gradient).
+bool windows_tile(const Geometry& g) {
+  return g.G == 1 && g.sh == g.R && g.sw == g.S && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1 &&
+         g.H == g.P * g.R && g.W == g.Q * g.S;
+}
+
+// The input gradient of tiling windows: input row h = R p + r is reached by kernel row r
+// alone, so it is R plain products, one per kernel row, gx[n, R p + r, S q + s, c] = sum over
+// k of gy[n, p, q, k] * w[k, r, s, c]: rows are gy's pixels (read as they lie), columns the
+// S*C values (s, c), contiguous in gx and in w. The sums are the phase-by-phase engine's
+// (one tap each, k ascending); only the column blocks differ: S times wider.
+template <class T>
+void tiling_dgrad(const Geometry& g, const T* gy, const T* w, const std::vector<compute_t<T>>& bias, const Tensor& gxt) {
+  using Acc = compute_t<T>;
+  const int64_t cols = g.S * g.C, row = g.W * g.C;
+  std::vector<Acc> bias_cols;  // the bias of column (s, c) is bias[c]
+  for (int64_t s = 0; s < g.S && !bias.empty(); ++s) bias_cols.insert(bias_cols.end(), bias.begin(), bias.end());
+  gemm::Epilogue<Acc> ep;
+  ep.bias = bias_cols.empty() ? nullptr : bias_cols.data();
+  const gemm::Matrix<T> a{gy, g.K, 1};  // (pixel, filter)
+  for (int64_t r = 0; r < g.R; ++r) {
+    const gemm::Matrix<T> b{w + r * cols, 1, g.R * cols};  // (column (s, c), filter)
+    const gemm::Output o{gxt.data<T>() + r * row, gxt.dtype(), g.N * g.P, g.Q, 0, g.R * row, cols, 1};
+    gemm::run<Acc>(g.N * g.P * g.Q, cols, g.K, a, b, o, ep, -1, &gemm::kernel_for_values<T>());
+  }
+}
+
 template <class T>
 void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const Tensor& gxt, const Conv2dOptions& prm) {
   using Acc = compute_t<T>;
@@ -354,6 +390,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
       return;
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_dgrad_fits(g)) return direct_dgrad<T>(g, gyt.data<T>(), w, b32.empty() ? nullptr : b32.data(), gxt);
+  if (windows_tile(g) && g.R * g.S > 1) return tiling_dgrad<T>(g, gyt.data<T>(), w, b32, gxt);
   std::vector<int64_t> koff;
   with_activation<T>(gyt, 0, g.R * g.S, [&]<class Y>(const Y* gy) {
     for (int64_t a = 0; a < std::min(g.sh, g.H); ++a)
@@ -445,7 +482,7 @@ template <class T, class Acc, class Product>
 void wgrad_chunks(const Geometry& g, const Tensor& xt, const Tensor& gwt, int64_t chunk, int64_t chunks, Acc* part,
                   int threads, Product&& product) {
   const int64_t pixels = g.N * g.P * g.Q, wsize = g.K * g.RSCg;
-  with_activation<T>(xt, 0, g.R * g.S, [&]<class X>(const X* x) {
+  with_activation<T>(xt, 0, field_reads(g), [&]<class X>(const X* x) {
     parallel_dynamic(chunks > 1 ? threads : 1, chunks, [&](int64_t c) {
       const int64_t m0 = c * chunk, len = std::min(chunk, pixels - m0);
       for (int64_t grp = 0; grp < g.G; ++grp) {

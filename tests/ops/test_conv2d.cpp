@@ -303,6 +303,36 @@ TEST_CASE("f16 and bf16 convolutions equal the f64 result of the rounded inputs,
   }
 }
 
+TEST_CASE("the 2x2 stride-2 transposed convolution (windows tiling the image) in every dtype, with its gradients",
+          "[conv2d][numerics]") {
+  // Its forward runs conv2d's input gradient one kernel row at a time (tiling_dgrad), its input
+  // gradient conv2d's forward on windows read once; output_padding leaves a row and a column no
+  // window covers (the general path), 17 channels are not a multiple of any vector width.
+  for (DType dt : {f64, f32, f16, bf16}) {
+    for (int64_t op : {0, 1}) {
+      CAPTURE(dtype_name(dt), op);
+      const double rtol = dt == f16 ? std::ldexp(1.0, -11) : dt == bf16 ? std::ldexp(1.0, -8) : 1e-6;
+      const double atol = dt == f64 ? 1e-12 : 5e-5;
+      const ConvTranspose2dOptions o{{2, 2}, {0, 0}, {op, op}, {1, 1}, 1};
+      Tensor x = rnd({3, 5, 7, 24}, 50, dt).set_requires_grad(), w = rnd({24, 2, 2, 17}, 51, dt).set_requires_grad();
+      Tensor b = rnd({17}, 52, dt).set_requires_grad();
+      Tensor y = conv_transpose2d(x, w, b, o);
+      REQUIRE(y.shape() == Shape{3, 10 + op, 14 + op, 17});
+      Tensor x64 = x.detach().to(f64), w64 = w.detach().to(f64), b64 = b.detach().to(f64);
+      CHECK(allclose(y.to(f64), ref_conv_transpose(x64, w64, b64, o), rtol, atol));
+      // The transposed convolution's gradients are conv2d's: the input's the forward of the
+      // 2x2 stride-2 conv2d on gy, the weight's that conv2d's weight gradient with roles swapped.
+      Tensor gy = rnd(y.shape(), 53, dt);
+      y.backward(gy);
+      Tensor gy64 = gy.to(f64);
+      const Conv2dOptions c = opts({2, 2}, {0, 0}, {1, 1});
+      CHECK(allclose(x.grad().to(f64), ref_conv(gy64, w64, {}, c), rtol, atol));
+      CHECK(allclose(w.grad().to(f64), ref_wgrad(x64, gy64, w64.shape(), c), rtol,
+                     atol));
+    }
+  }
+}
+
 TEST_CASE("f16 convolution accumulates in f32 and overflows only on the rounded output", "[conv2d][numerics]") {
   // 300*300 + 300*(-300) + 2*1: partial sums of 90000 exceed f16's 65504, the result does not.
   Tensor x = from_vector({300, 300, 2}, {1, 1, 1, 3}, {f16}), w = from_vector({300, -300, 1}, {1, 1, 1, 3}, {f16});
