@@ -13,6 +13,7 @@
 #include "ops/conv2d_kernels.h"
 #include "ops/cpu/conv2d_amx.h"
 #include "ops/cpu/conv2d_direct.h"
+#include "ops/cpu/conv2d_pointwise.h"
 #include "ops/cpu/loops.h"
 #include "ops/cpu/gemm/outer.h"
 #include "ops/cpu/gemm/sources.h"
@@ -149,6 +150,12 @@ void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, 
   });
 }
 
+// A 1x1 convolution with few filters (conv2d_pointwise.h: a segmentation head), where its
+// kernels take K, C and the dtype (measured there).
+bool pointwise_fits(const Geometry& g) {
+  return g.G == 1 && g.R == 1 && g.S == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+}
+
 // The direct forward: stride 1 along a row of pixels, one group, few filters, rows of at
 // least the smallest register tile.
 bool direct_forward_fits(const Geometry& g) {
@@ -278,6 +285,13 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
         tiles_forward_fit<T>(g, u) && amx_conv::forward<T>(u, amx_shape(g), xt.data<T>(), wt.data<T>(),
                                                            b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads()))
       return;
+  if constexpr (std::is_same_v<Acc, float>)
+    if (pointwise_fits(g) && pointwise::forward_fits(g.K, g.C, sizeof(T))) {
+      std::vector<float> w32(static_cast<size_t>(g.K * g.C));
+      gemm::widen(wt.data<T>(), w32.data(), g.K * g.C);
+      return pointwise::forward<T>(xt.data<T>(), g.N * g.P * g.Q, g.C, w32.data(), g.K,
+                                   b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads());
+    }
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_forward_fits(g))
       return direct_forward<T>(g, xt.data<T>(), wt.data<T>(), b32.empty() ? nullptr : b32.data(), yt);
@@ -534,6 +548,14 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
   if constexpr (std::is_same_v<Acc, float> && !std::is_same_v<T, float>)
     if (const gemm::Kernel<float>& unit = gemm::kernel_for_values<T>(); wgrad_unit_wins(g, unit))
       return wgrad_on_unit<T>(g, gyt, xt, gwt, unit, chunk, chunks, part, threads);
+  if constexpr (std::is_same_v<Acc, float>)
+    if (pointwise_fits(g) && pointwise::wgrad_fits(g.K, g.C)) {
+      parallel_dynamic(threads, chunks, [&](int64_t c) {
+        pointwise::wgrad_chunk<T>(gyt.data<T>(), xt.data<T>(), c * chunk, std::min(chunk, pixels - c * chunk), g.K, g.C,
+                                  part + c * wsize);
+      });
+      return sum_chunks(part, chunks, wsize, gwt);
+    }
   if constexpr (std::is_same_v<Acc, float>)
     if (direct_wgrad_fits(g, chunks, threads)) {
       const float* gy = activation<T>(gyt, 1);

@@ -5,6 +5,8 @@
 // for every row length (tiles overlapping at a row's end), padding, dilation, row stride,
 // bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
 // One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors).
+// A 1x1 kernel with up to 4 (f16/bf16 forward) or 8 filters (weight gradient) takes the
+// pointwise kernels (conv2d_pointwise.h), the same chains.
 // The direct weight gradient (up to 8, 16, and on AVX-512 32-64 filters) likewise equals the
 // outer-product driver's. On an AMX host f16/bf16 convolutions run on the tile unit (its own
 // summation order: conv2d_amx.h, tested in test_conv2d_amx.cpp), so there the forward and
@@ -41,6 +43,8 @@ const Case kCases[] = {
     {1, 6, 17, 16, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},  // 1x1
     {1, 3, 200, 2, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},  // pixels in lanes: two 96-pixel tiles + one vector
     {2, 4, 9, 5, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},    // one vector + an overlapping one
+    {2, 5, 19, 40, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},  // 1x1, 5 channel vectors (pointwise: blocks + a tail block)
+    {1, 3, 11, 7, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},   // 1x1, odd channels (not the pointwise kernels)
 };
 
 Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& p) {
@@ -86,7 +90,7 @@ TEST_CASE("conv2d direct forward: 1, 2, 4, 8, 16 (and on AVX-512 32) filters equ
         const Tensor x = randn({c.N, c.H, c.W, c.C}, {dt}, &g), w72 = randn({72, c.R, c.R, c.C}, {dt}, &g);
         const Tensor b72 = bias ? randn({72}, {dt}, &g) : Tensor();
         const Tensor all = run_forward(x, w72, b72, c.p);
-        for (int64_t F : {1, 2, 4, 8, 16, 32}) {  // 1, 2: pixels in lanes; 4: a head's classes, padded to 8
+        for (int64_t F : {1, 2, 3, 4, 8, 16, 32}) {  // 1, 2: pixels in lanes; 3, 4: a head's classes
           INFO(F << " filters");
           const Tensor wf = w72.narrow(0, 0, F).contiguous(), bf = bias ? b72.narrow(0, 0, F).contiguous() : Tensor();
           const Tensor engine = all.narrow(3, 0, F).contiguous();
@@ -160,7 +164,7 @@ TEST_CASE("conv2d direct weight gradient: 4, 8, 16 (and on AVX-512 32, 48, 64) f
       const Tensor gy72 = randn(y.shape(), {dt}, &g);
       Tensor gw72 = empty({72, c.R, c.R, c.C}, {dt});
       conv2d_wgrad_stub(Device::cpu(), gy72, x, gw72, c.p);
-      for (int64_t F : {4, 8, 16, 32, 48, 64}) {
+      for (int64_t F : {1, 3, 4, 8, 16, 32, 48, 64}) {  // 1-8 on 1x1: the pointwise kernel
         INFO(F << " filters");
         const Tensor gy = gy72.narrow(3, 0, F).contiguous();
         Tensor one = empty({F, c.R, c.R, c.C}, {dt}), two = one.clone();
