@@ -4,9 +4,12 @@
 // The input gradient runs per stride phase, so no zero is multiplied; the weight gradient
 // sums fixed chunks of pixels in a fixed order (the outer-product driver, gemm/outer.h), so
 // it does not depend on the thread count. Passes with 8 (or, 3x3, 16) output channels run
-// the direct convolution (conv2d_direct.h) instead: the same sums in the same order. On a CPU
-// with AMX, most f16/bf16 passes run the direct AMX convolution (conv2d_amx.h): the tile unit
-// reads the padded image itself and sums in its own order, within the f32 bound.
+// the direct convolution (conv2d_direct.h) instead: the same sums in the same order; a 1x1
+// pass with few filters (a segmentation head) the pointwise kernels (conv2d_pointwise.h),
+// also the same sums; windows that tile the image (2x2 stride 2) take their input gradient
+// as one plain product per kernel row. On a CPU with AMX, most f16/bf16 passes run the direct
+// AMX convolution (conv2d_amx.h): the tile unit reads the padded image itself and sums in its
+// own order, within the f32 bound.
 #include <algorithm>
 #include <vector>
 
