@@ -288,8 +288,8 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
         tiles_forward_fit<T>(g, u) && amx_conv::forward<T>(u, amx_shape(g), xt.data<T>(), wt.data<T>(),
                                                            b32.empty() ? nullptr : b32.data(), yt.data<T>(), op_threads()))
       return;
-  if constexpr (std::is_same_v<Acc, float>)
-    if (pointwise_fits(g) && pointwise::forward_fits(g.K, g.C, sizeof(T))) {
+  if constexpr (on_tiles_type<T>())  // f16/bf16: f32 stays on the direct tiles, which read it in place
+    if (pointwise_fits(g) && pointwise::forward_fits(g.K, g.C)) {
       std::vector<float> w32(static_cast<size_t>(g.K * g.C));
       gemm::widen(wt.data<T>(), w32.data(), g.K * g.C);
       return pointwise::forward<T>(xt.data<T>(), g.N * g.P * g.Q, g.C, w32.data(), g.K,

@@ -21,19 +21,17 @@ namespace hg::cpu::pointwise {
 #ifdef HG_POINTWISE_AVX2
 namespace {
 
-// The channels of eight pixels (lanes), from base (pixel 0 of the eight) with `row` elements
-// per pixel: Gather::step(c, out) appends channel c's vector (f32) or channel pair c, c + 1's
-// two vectors (f16/bf16: one dword per pixel). Lanes past `live` read nothing and hold zero.
+// Channel pairs of eight pixels (lanes), from base (pixel 0 of the eight) with `row` (even)
+// f16/bf16 values per pixel: dword(c) holds channels c and c + 1 of each pixel. Lanes past
+// `live` read nothing and hold zero.
 template <class T>
 struct Gather {
   __m256i idx, mask;
   const T* base;
   Gather(const T* b, int64_t row, int64_t live) : base(b) {
-    const int32_t step = static_cast<int32_t>(sizeof(T) == 4 ? row : row / 2);
-    idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(step));
+    idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(static_cast<int32_t>(row / 2)));
     mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  // The dword at element c (f32) or at the pair starting at element c (f16/bf16, c even).
   __m256i dword(int64_t c) const {
     const int* p = reinterpret_cast<const int*>(base + c);
     return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), p, idx, mask, 4);
@@ -64,14 +62,10 @@ void forward8(const T* x, int64_t C, const float* w, const float* bias, T* y, in
   const auto step = [&](__m256 v, int64_t c) {
     for (int k = 0; k < K; ++k) acc[k] = _mm256_fmadd_ps(v, _mm256_broadcast_ss(w + k * C + c), acc[k]);
   };
-  if constexpr (sizeof(T) == 4) {
-    for (int64_t c = 0; c < C; ++c) step(_mm256_castsi256_ps(g.dword(c)), c);
-  } else {
-    for (int64_t c = 0; c < C; c += 2) {
-      const auto [lo, hi] = split_pair(g.dword(c), T{});
-      step(lo, c);
-      step(hi, c + 1);
-    }
+  for (int64_t c = 0; c < C; c += 2) {
+    const auto [lo, hi] = split_pair(g.dword(c), T{});
+    step(lo, c);
+    step(hi, c + 1);
   }
   alignas(32) T out[K][8];
   for (int k = 0; k < K; ++k) {
@@ -138,8 +132,8 @@ void with_k(int64_t K, F&& f) {
 
 }  // namespace
 
-bool forward_fits(int64_t K, int64_t C, int64_t element_bytes) {
-  return element_bytes == 2 && K >= 1 && K <= kMaxForwardFilters && C >= 2 && C % 2 == 0 && C < (int64_t{1} << 27);
+bool forward_fits(int64_t K, int64_t C) {
+  return K >= 1 && K <= kMaxForwardFilters && C >= 2 && C % 2 == 0 && C < (int64_t{1} << 27);
 }
 bool wgrad_fits(int64_t K, int64_t C) { return K >= 1 && K <= kMaxFilters && C >= 8 && C % 8 == 0; }
 
@@ -155,7 +149,7 @@ void wgrad_chunk(const T* gy, const T* x, int64_t m0, int64_t n, int64_t K, int6
 
 #else  // no AVX2: the callers take their other paths
 
-bool forward_fits(int64_t, int64_t, int64_t) { return false; }
+bool forward_fits(int64_t, int64_t) { return false; }
 bool wgrad_fits(int64_t, int64_t) { return false; }
 template <class T>
 void forward(const T*, int64_t, int64_t, const float*, int64_t, const float*, T*, int) {}
@@ -164,7 +158,6 @@ void wgrad_chunk(const T*, const T*, int64_t, int64_t, int64_t, int64_t, float*)
 
 #endif
 
-template void forward<float>(const float*, int64_t, int64_t, const float*, int64_t, const float*, float*, int);
 template void forward<half>(const half*, int64_t, int64_t, const float*, int64_t, const float*, half*, int);
 template void forward<bfloat16>(const bfloat16*, int64_t, int64_t, const float*, int64_t, const float*, bfloat16*,
                                 int);

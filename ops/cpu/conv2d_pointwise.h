@@ -16,19 +16,18 @@ namespace hg::cpu::pointwise {
 
 constexpr int64_t kMaxFilters = 8, kMaxForwardFilters = 4;
 
-// Whether the kernels take this shape (false where the build has no AVX2). The forward: f16/
-// bf16 (element_bytes 2) with C even (a dword gather reads a channel pair) and at most 4
-// filters. Measured on Zen 5 (bench/conv_wgrad, 2 threads, against the direct tiles on the
+// Whether the kernels take this shape (false where the build has no AVX2). The forward (f16/
+// bf16 only): C even (a dword gather reads a channel pair) and at most 4 filters. Measured on Zen 5 (bench/conv_wgrad, 2 threads, against the direct tiles on the
 // widened copy): bf16 32->4 @128 0.69 -> 0.41 ms, 8->4 @64 0.18 -> 0.09; 8 filters lost
 // (16->8 @64 0.19 -> 0.28: the gathers cost more than the widening there), and so did f32,
 // which the direct tiles read in place (32->4 @128 0.43 -> 0.70). The weight gradient: any
 // dtype, K <= 8, C a multiple of 8 (32->4 @128 bf16 1.50 -> 0.26 ms, f32 0.84 -> 0.18;
 // 16->8 @64 bf16 0.33 -> 0.14, f32 0.10 -> 0.08).
-bool forward_fits(int64_t K, int64_t C, int64_t element_bytes);
+bool forward_fits(int64_t K, int64_t C);
 bool wgrad_fits(int64_t K, int64_t C);
 
 // y[m, k] = round(sum over c of x[m, c] * w[k, c] + bias[k]) for m < M; x [M, C] and y [M, K]
-// as T, w [K, C] and bias [K] (or null) widened to f32. Splits M over `threads`.
+// as T (half or bfloat16), w [K, C] and bias [K] (or null) widened to f32. Splits M over `threads`.
 template <class T>
 void forward(const T* x, int64_t M, int64_t C, const float* w, int64_t K, const float* bias, T* y, int threads);
 
