@@ -68,12 +68,21 @@ namespace {
 bool bf16_rows_avx512(const bfloat16* src, int64_t n, uint16_t* dst) {
   const __m512i mask = _mm512_set1_epi16(0x7FFF), low = _mm512_set1_epi16(0x2380), inf = _mm512_set1_epi16(0x7F80);
   __mmask32 bad = 0;
-  for (int64_t i = 0; i < n; i += 32) {
-    const __mmask32 live = n - i >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << (n - i)) - 1);
-    const __m512i v = _mm512_maskz_loadu_epi16(live, src + i);
-    _mm512_mask_storeu_epi16(dst + i, live, v);
+  auto check = [&](__m512i v) {
     const __m512i mag = _mm512_and_si512(v, mask);
     bad |= _mm512_test_epi16_mask(mag, mag) & (_mm512_cmplt_epu16_mask(mag, low) | _mm512_cmpge_epu16_mask(mag, inf));
+  };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // unmasked: a masked 512-bit store costs Zen 4/5 several times more
+    const __m512i v = _mm512_loadu_si512(src + i);
+    _mm512_storeu_si512(dst + i, v);
+    check(v);
+  }
+  if (i < n) {
+    const __mmask32 live = static_cast<__mmask32>((1u << (n - i)) - 1);
+    const __m512i v = _mm512_maskz_loadu_epi16(live, src + i);
+    _mm512_mask_storeu_epi16(dst + i, live, v);
+    check(v);
   }
   return bad == 0;
 }
@@ -83,18 +92,29 @@ bool f16_rows_avx512(const half* src, int64_t n, uint16_t* hi_out, uint16_t* lo_
   const __m512i top = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), one = _mm512_set1_epi32(1),
                 half_ulp = _mm512_set1_epi32(0x7FFF);
   __mmask16 bad = 0;
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 live = n - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m256i h = _mm256_maskz_loadu_epi16(live, src + i);
+  // hi = the bf16 nearest x (ties to even), lo = x - hi: exact for an f16 x (amx.h).
+  auto split = [&](__m256i h, __m256i& hi16, __m256i& lo16) {
     bad |= _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, exp), exp);  // inf or NaN
     const __m512 x = _mm512_cvtph_ps(h);
     const __m512i u = _mm512_castps_si512(x);
-    // hi = the bf16 nearest x (ties to even), lo = x - hi: exact for an f16 x (amx.h).
     const __m512i hi = _mm512_and_si512(
         _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(_mm512_srli_epi32(u, 16), one), half_ulp)), top);
     const __m512 lo = _mm512_sub_ps(x, _mm512_castsi512_ps(hi));
-    _mm256_mask_storeu_epi16(hi_out + i, live, _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16)));
-    _mm256_mask_storeu_epi16(lo_out + i, live, _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(lo), 16)));
+    hi16 = _mm512_cvtepi32_epi16(_mm512_srli_epi32(hi, 16));
+    lo16 = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(lo), 16));
+  };
+  __m256i hi16, lo16;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {  // unmasked, as in bf16_rows_avx512
+    split(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)), hi16, lo16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi_out + i), hi16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo_out + i), lo16);
+  }
+  if (i < n) {
+    const __mmask16 live = static_cast<__mmask16>((1u << (n - i)) - 1);
+    split(_mm256_maskz_loadu_epi16(live, src + i), hi16, lo16);
+    _mm256_mask_storeu_epi16(hi_out + i, live, hi16);
+    _mm256_mask_storeu_epi16(lo_out + i, live, lo16);
   }
   return bad == 0;
 }
@@ -111,18 +131,26 @@ inline __m256i bf16_of(__m512 v) {
 
 template <class T>
 void store_rows_avx512(const float* c, int64_t ldc, int64_t rows, int64_t F, const float* bias, T* dst, int64_t ld) {
-  for (int64_t i = 0; i < rows; ++i, c += ldc, dst += ld)
-    for (int64_t j = 0; j < F; j += 16) {
-      const __mmask16 live = F - j >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (F - j)) - 1);
-      __m512 v = _mm512_maskz_loadu_ps(live, c + j);
-      if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(live, bias + j));
-      __m256i h;
-      if constexpr (std::is_same_v<T, half>)
-        h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      else
-        h = bf16_of(v);
-      _mm256_mask_storeu_epi16(dst + j, live, h);
+  auto rounded = [](__m512 v) {
+    if constexpr (std::is_same_v<T, half>)
+      return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else
+      return bf16_of(v);
+  };
+  const int64_t full = F / 16 * 16;
+  const __mmask16 live = static_cast<__mmask16>((1u << (F - full)) - 1);
+  for (int64_t i = 0; i < rows; ++i, c += ldc, dst += ld) {
+    for (int64_t j = 0; j < full; j += 16) {  // unmasked: a masked store costs Zen 4/5 several times more
+      __m512 v = _mm512_loadu_ps(c + j);
+      if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + j));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), rounded(v));
     }
+    if (full < F) {
+      __m512 v = _mm512_maskz_loadu_ps(live, c + full);
+      if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(live, bias + full));
+      _mm256_mask_storeu_epi16(dst + full, live, rounded(v));
+    }
+  }
 }
 
 // interleave_pairs, 32 words per step: (lo, hi) 16-bit lanes unpacked within 128-bit lanes,

@@ -386,6 +386,24 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles: the AVX-512 row conversions give the sc
       CHECK(cpu::amx_conv::to_planes_scalar(src, len, db));
       CHECK(a == b);  // the planes and the untouched words past the run
     }
+  // A refused value anywhere in a run (whole 32- or 16-value steps and the tail alike) refuses it.
+  std::vector<TestType> unsafe;
+  for (uint32_t i = 0; i < 65536; ++i) {
+    uint16_t p[2];
+    uint16_t* const d[2] = {p, p + 1};
+    if (!cpu::amx_conv::to_planes_scalar(&all[i], 1, d)) unsafe.push_back(all[i]);
+  }
+  int64_t missed = 0;
+  for (int64_t len : {16, 33, 64, 70})
+    for (int64_t pos : {int64_t{0}, int64_t{15}, std::min<int64_t>(31, len - 1), len - 1})
+      for (size_t u = 0; u < unsafe.size(); u += 97) {
+        std::vector<TestType> run(safe.begin() + 2000, safe.begin() + 2000 + len);
+        run[static_cast<size_t>(pos)] = unsafe[u];
+        std::vector<uint16_t> a(2 * 80);
+        uint16_t* const da[2] = {a.data(), a.data() + 80};
+        missed += cpu::amx_conv::to_planes(run.data(), len, da);
+      }
+  CHECK(missed == 0);
 }
 
 TEST_CASE("conv2d on AMX tiles: image pairs and the gy transposition give the plain loops' words", "[conv2d][amx]") {
