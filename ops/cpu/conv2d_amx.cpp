@@ -73,7 +73,7 @@ bool bf16_rows_avx512(const bfloat16* src, int64_t n, uint16_t* dst) {
     bad |= _mm512_test_epi16_mask(mag, mag) & (_mm512_cmplt_epu16_mask(mag, low) | _mm512_cmpge_epu16_mask(mag, inf));
   };
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {  // unmasked: a masked 512-bit store costs Zen 4/5 several times more
+  for (; i + 32 <= n; i += 32) {  // unmasked: streaming, masked loads + stores took Zen 5 1.9x a plain copy
     const __m512i v = _mm512_loadu_si512(src + i);
     _mm512_storeu_si512(dst + i, v);
     check(v);
@@ -140,7 +140,7 @@ void store_rows_avx512(const float* c, int64_t ldc, int64_t rows, int64_t F, con
   const int64_t full = F / 16 * 16;
   const __mmask16 live = static_cast<__mmask16>((1u << (F - full)) - 1);
   for (int64_t i = 0; i < rows; ++i, c += ldc, dst += ld) {
-    for (int64_t j = 0; j < full; j += 16) {  // unmasked: a masked store costs Zen 4/5 several times more
+    for (int64_t j = 0; j < full; j += 16) {  // unmasked, as in bf16_rows_avx512
       __m512 v = _mm512_loadu_ps(c + j);
       if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + j));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), rounded(v));
