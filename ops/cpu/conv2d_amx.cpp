@@ -30,11 +30,11 @@
 namespace hg::cpu::amx_conv {
 // The entry points' tile runs, compiled here for the tile instructions to inline.
 template bool forward_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
-                                                        bfloat16*, int);
-template bool forward_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
+                                                        bfloat16*, int, int64_t);
+template bool forward_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int, int64_t);
 template bool dgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
-                                                      bfloat16*, int);
-template bool dgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int);
+                                                      bfloat16*, int, int64_t);
+template bool dgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, const float*, half*, int, int64_t);
 template bool wgrad_on<amx::HardwareTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int, int64_t);
 template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, const half*, half*, int, int64_t);
 }  // namespace hg::cpu::amx_conv
@@ -45,9 +45,9 @@ template bool wgrad_on<amx::HardwareTiles, half>(const Sizes&, const half*, cons
 #include "ops/cpu/gemm/amx_dpbf16.h"
 namespace hg::cpu::amx_conv {
 template bool forward_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
-                                                   bfloat16*, int);
+                                                   bfloat16*, int, int64_t);
 template bool dgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, const float*,
-                                                 bfloat16*, int);
+                                                 bfloat16*, int, int64_t);
 template bool wgrad_on<amx::DotTiles, bfloat16>(const Sizes&, const bfloat16*, const bfloat16*, bfloat16*, int, int64_t);
 }  // namespace hg::cpu::amx_conv
 #else

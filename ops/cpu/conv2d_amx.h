@@ -219,11 +219,13 @@ concept RowsUnit = requires(const typename Tiles::ConvRows& k, const typename Ti
 };
 
 // The block of kBlock pixels from flat pixel m0 by every filter group, on such a unit: FG
-// groups (2 or 1: 32 or 16 filters) by NP pixels at a time (24 sums in registers), a block's
-// tail of 64 mod NP pixels by a tile of its own. The same sums as block(), bit for bit. Not 4
-// groups by 6 pixels: it streams twice the weights per call (4 KB per k step, 144 KB for a 3x3
-// kernel at C = 128, well past L1) for the same 24 sums, and on Zen 5 (bench/conv_wgrad, w32
-// @128 bf16, interleaved) 12 x 2 ran the 3x3 forwards and input gradients 2-8% faster.
+// groups (2 or 1: 32 or 16 filters) by NP pixels at a time (26 or 24 sums in registers), a
+// block's tail of 64 mod NP pixels by a tile of its own. The same sums as block(), bit for bit.
+// Not 4 groups by 6 pixels: it streams twice the weights per call (4 KB per k step, 144 KB for
+// a 3x3 kernel at C = 128, well past L1) for the same 24 sums, and on Zen 5 (bench/conv_wgrad,
+// w32 @128 bf16, interleaved) 12 x 2 ran the 3x3 forwards and input gradients 2-8% faster.
+// 13 x 2 (4 x 13 + 12) rather than 12 x 2 (5 x 12 + 4): a tail of 4 pixels has 8 sums, too
+// few to cover the instruction's latency; 1-3% faster again.
 template <class Tiles>
 void rows_blocks(const Plan& pl, int64_t m0, float* c, int64_t ldc) {
   const Image& im = *pl.img;
@@ -237,7 +239,7 @@ void rows_blocks(const Plan& pl, int64_t m0, float* c, int64_t ldc) {
     if constexpr (Tail > 0) Tiles::template conv_rows<Tail, FG>(k);
   };
   int64_t g = 0;
-  for (; g + 2 <= pl.groups; g += 2) pass.template operator()<2, 12, kBlock % 12>(g);
+  for (; g + 2 <= pl.groups; g += 2) pass.template operator()<2, 13, kBlock % 13>(g);
   for (; g < pl.groups; ++g) pass.template operator()<1, 24, kBlock % 24>(g);
 }
 
@@ -316,28 +318,57 @@ bool weight_planes(const T* w, int64_t n, const uint16_t* planes[2]) {
   return to_planes(w, n, dst);
 }
 
-// forward / dgrad (below) with the tile interface `Tiles` (the hardware, or amx_model.h's).
+// Bytes of padded image the forward and input gradient stage at a time: the batch is padded
+// and run a group of images at a time, so the padded copy is written and read back in cache
+// instead of through memory (a whole batch of 3x3 64->32 @128 bf16 inputs pads to 17 MB).
+inline constexpr int64_t kPadGroupBytes = int64_t{4} << 20;
+
+// The images of x [N, H, W, C] a group at a time (as many as fit in group_bytes of padded
+// planes, at least one): each group padded (top / left zero rows / columns, Hp x Wp) into img
+// and run by pl into out (out_image values an image). False at the first group with a value
+// the unit does not multiply exactly: the groups before it are written.
 template <class Tiles, class T>
-bool forward_on(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads) {
+bool run_groups(Plan& pl, Image& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
+                int64_t left, int64_t Hp, int64_t Wp, T* out, int64_t out_image, const float* bias, int threads,
+                int64_t group_bytes) {
+  const int64_t image_bytes = planes_of<T>() * Hp * Wp * C * 2;
+  const int64_t G = std::clamp<int64_t>(group_bytes / std::max<int64_t>(1, image_bytes), 1, std::max<int64_t>(1, N));
+  pl.img = &img;
+  for (int64_t n0 = 0; n0 < N; n0 += G) {
+    const int64_t g_n = std::min(G, N - n0);
+    if (!pad_image(img, x + n0 * H * W * C, g_n, H, W, C, top, left, Hp, Wp)) return false;
+    run<Tiles>(pl, out + n0 * out_image, bias, threads);
+  }
+  return true;
+}
+
+// forward / dgrad (below) with the tile interface `Tiles` (the hardware, or amx_model.h's).
+// They return false when a value is not one the unit multiplies exactly: the weights before
+// anything is written, an image's values (x, gy) with the outputs of the groups before it
+// written (the caller computes all of them again on another path).
+template <class Tiles, class T>
+bool forward_on(const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads,
+                int64_t group_bytes = kPadGroupBytes) {
   thread_local Image img;
   const int64_t Hp = std::max(s.H + s.ph, (s.P - 1) + (s.R - 1) * s.dh + 1), Wp = std::max(s.W + s.pw, s.Q + s.S - 1);
-  if (!pad_image(img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp)) return false;
   thread_local Plan pl;
+  img.C = s.C, img.planes = planes_of<T>();  // what pack_weights reads before the first group is padded
   pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.K;
   const int64_t RSC = s.R * s.S * s.C, SC = s.S * s.C;
   const uint16_t* wp[2];
   if (!weight_planes(w, s.K * RSC, wp)) return false;
   pack_weights(pl, wp, RSC, [&](int64_t r, int64_t e) { return r * SC + e; });
-  run<Tiles>(pl, y, bias, threads);
-  return true;
+  return run_groups<Tiles>(pl, img, x, s.N, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp, y, s.P * s.Q * s.K, bias, threads,
+                           group_bytes);
 }
 
 template <class Tiles, class T>
-bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads) {
+bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx, int threads,
+              int64_t group_bytes = kPadGroupBytes) {
   thread_local Image img;
   const int64_t top = (s.R - 1) * s.dh - s.ph, left = (s.S - 1) - s.pw;
-  if (!pad_image(img, gy, s.N, s.P, s.Q, s.K, top, left, s.H + (s.R - 1) * s.dh, s.W + s.S - 1)) return false;
   thread_local Plan pl;
+  img.C = s.K, img.planes = planes_of<T>();
   pl.img = &img, pl.P = s.H, pl.Q = s.W, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.F = s.C;
   // Filter c, kernel row r, value e = s'*K + k of the flipped kernel: w[k, R-1-r, S-1-s', c].
   const uint16_t* wp[2];
@@ -346,8 +377,8 @@ bool dgrad_on(const Sizes& s, const T* gy, const T* w, const float* bias, T* gx,
     const int64_t ss = e / s.K, k = e % s.K;
     return ((k * s.R + (s.R - 1 - r)) * s.S + (s.S - 1 - ss)) * s.C;
   });
-  run<Tiles>(pl, gx, bias, threads);
-  return true;
+  return run_groups<Tiles>(pl, img, gy, s.N, s.P, s.Q, s.K, top, left, s.H + (s.R - 1) * s.dh, s.W + s.S - 1, gx,
+                           s.H * s.W * s.C, bias, threads, group_bytes);
 }
 
 // The unit the tiles run on: the AMX tile unit (bf16, and f16 as two planes); AVX512_BF16's
@@ -374,9 +405,10 @@ bool multiplies(Unit u) {
 
 // The forward y = conv(x, w) + bias (bias: K f32 values or null), and the input gradient gx
 // = conv_transpose(gy, w) + bias (bias: C values or null; needs (R-1)*dh >= ph and S-1 >= pw),
-// on unit u (which must multiply T). They return false, having written nothing, when a value
-// of the operands is not one the unit multiplies exactly (non-finite, or below 2^-56): the
-// caller then takes the exact path.
+// on unit u (which must multiply T). They return false when a value of the operands is not one
+// the unit multiplies exactly (non-finite, or below 2^-56): the caller then takes the exact
+// path, which writes every output (a refused image value may come after the first groups of
+// images were written; refused weights before anything is).
 template <class T>
 bool forward(Unit u, const Sizes& s, const T* x, const T* w, const float* bias, T* y, int threads);
 template <class T>

@@ -134,7 +134,8 @@ constexpr bool is_unit = requires { Tiles::unit; };
 
 // Runs forward (or dgrad) with tiles `Tiles` (or the unit) and checks it; returns the result.
 template <class Tiles, class T>
-std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t seed) {
+std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t seed,
+                           int64_t group_bytes = cpu::amx_conv::kPadGroupBytes) {
   const int64_t in_n = dgrad ? s.N * s.P * s.Q * s.K : s.N * s.H * s.W * s.C;
   const int64_t out_n = dgrad ? s.N * s.H * s.W * s.C : s.N * s.P * s.Q * s.K, F = dgrad ? s.C : s.K;
   const std::vector<T> in = values<T>(in_n, seed, 8.0), w = values<T>(s.K * s.R * s.S * s.C, seed + 1, 0.5);
@@ -146,8 +147,8 @@ std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t see
     ran = dgrad ? cpu::amx_conv::dgrad<T>(Tiles::unit, s, in.data(), w.data(), bias.data(), out.data(), threads)
                 : cpu::amx_conv::forward<T>(Tiles::unit, s, in.data(), w.data(), bias.data(), out.data(), threads);
   else
-    ran = dgrad ? cpu::amx_conv::dgrad_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads)
-                : cpu::amx_conv::forward_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads);
+    ran = dgrad ? cpu::amx_conv::dgrad_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads, group_bytes)
+                : cpu::amx_conv::forward_on<Tiles>(s, in.data(), w.data(), bias.data(), out.data(), threads, group_bytes);
   REQUIRE(ran);
   check_against_f64(s, dgrad, in, w, bias, out);
   return out;
@@ -228,10 +229,11 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): weight gradient within t
   CHECK(cpu::amx_conv::wgrad_chunk_steps(4 * 27, 16 * 144) < 4 * 27);  // `big` really is in several chunks
 }
 
-// The weight gradient stages and reduces the batch a group of images at a time (as many as
-// fit in a byte budget): one image per group must give the bits of the whole batch at once,
-// with chunks of the reduction cut by a group's end (27 and 26 steps an image, chunks of 32)
-// and images without top padding (whose neighbour's first row is real data).
+// Every pass stages the batch a group of images at a time (as many as fit in a byte budget):
+// one image per group must give the bits of the whole batch at once. The weight gradient
+// also reduces a group at a time, with chunks of the reduction cut by a group's end (27 and
+// 26 steps an image, chunks of 32); images without top padding (whose neighbour's first row
+// is real data).
 template <class Tiles, class T>
 void grouping_keeps_bits(uint64_t seed) {
   const Sizes unpadded = sizes(3, 6, 20, 16, 24, 3, 3, 0, 1, 1);
@@ -240,10 +242,16 @@ void grouping_keeps_bits(uint64_t seed) {
     const std::vector<T> whole = wgrad_checked<Tiles, T>(s, 2, seed, int64_t{1} << 40);
     CHECK(same_bits(whole, wgrad_checked<Tiles, T>(s, 2, seed, 1)));
     CHECK(same_bits(whole, wgrad_checked<Tiles, T>(s, 1, seed, 1)));
+    for (bool dgrad : {false, true}) {
+      if (dgrad && ((s.R - 1) * s.dh < s.ph || s.S - 1 < s.pw)) continue;
+      const std::vector<T> batch = run_checked<Tiles, T>(s, dgrad, 2, seed, int64_t{1} << 40);
+      CHECK(same_bits(batch, run_checked<Tiles, T>(s, dgrad, 2, seed, 1)));
+      CHECK(same_bits(batch, run_checked<Tiles, T>(s, dgrad, 1, seed, 1)));
+    }
   }
 }
 
-TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): the weight gradient a group of images at a time, the same bits",
+TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): every pass a group of images at a time, the same bits",
                    "[conv2d][amx]", bfloat16, half) {
   grouping_keeps_bits<ModelTiles, TestType>(9);
   // A value refused in the last image, met after the first groups are reduced: nothing written.
@@ -254,6 +262,14 @@ TEMPLATE_TEST_CASE("conv2d on AMX tiles (scalar model): the weight gradient a gr
   std::vector<TestType> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<TestType>(-3.0));
   CHECK_FALSE(cpu::amx_conv::wgrad_on<ModelTiles>(s, gy.data(), x.data(), gw.data(), 2, 1));
   CHECK(std::all_of(gw.begin(), gw.end(), [](TestType v) { return load(v) == -3.0; }));
+  // The forward and the input gradient refuse it too, the first images' outputs written (the
+  // caller computes them all again on another path).
+  const std::vector<TestType> w = values<TestType>(s.K * s.R * s.S * s.C, 5, 0.5);
+  std::vector<TestType> y(gy.size()), gx(x.size());
+  CHECK_FALSE(cpu::amx_conv::forward_on<ModelTiles>(s, x.data(), w.data(), nullptr, y.data(), 2, 1));
+  std::vector<TestType> gyb = gy;
+  gyb[gyb.size() - 3] = store<TestType>(std::numeric_limits<double>::quiet_NaN());
+  CHECK_FALSE(cpu::amx_conv::dgrad_on<ModelTiles>(s, gyb.data(), w.data(), nullptr, gx.data(), 2, 1));
 }
 
 TEMPLATE_TEST_CASE("conv2d on AMX tiles: operands the unit would not multiply exactly are refused, nothing written",

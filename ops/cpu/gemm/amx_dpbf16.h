@@ -131,6 +131,13 @@ struct DotTiles {
         const int64_t pairs = (std::min<int64_t>(kK, k.SC - st * kK) + 1) / 2;
         const uint16_t* a = k.a + r * k.ra + st * kK;
         const uint16_t* b = k.b + (r * k.steps + st) * kRows * kK;
+        {  // The pixels' next step (or next kernel row) into L1 while this one runs: with
+           // C = 512 a block's rows pass L1 (3x3 512->512 @8 forward 3.6 -> 3.5 ms, Zen 5).
+           // A prefetch never faults, so the one past the last row needs no test.
+          const uint16_t* an = st + 1 < k.steps ? a + kK : a + k.ra - st * kK;
+#pragma GCC unroll 24
+          for (int i = 0; i < NP; ++i) _mm_prefetch(reinterpret_cast<const char*>(an + i * k.sa), _MM_HINT_T0);
+        }
         for (int64_t q = 0; q < pairs; ++q) {
           __m512bh bq[FG];
 #pragma GCC unroll 4
