@@ -33,6 +33,7 @@ const std::vector<OpPrecision>& precision_table() {
       {"mse_loss", P::fp32, "a loss: a difference of 255.97 or more squares to inf in f16 (x^2 >= 65520 rounds to inf)"},
       {"soft_dice", P::fp32, "a loss: sums of probabilities over the whole batch exceed 65504"},
       {"batch_norm", P::fp32, "statistics always accumulate in f32 inside the op; output in the input's dtype"},
+      {"batch_norm_relu", P::fp32, "batch_norm and relu in one pass (a BatchNorm2d built with_relu): batch_norm's class"},
       {"add", P::promote, "elementwise: the widest input decides, no information is thrown away"},
       {"sub", P::promote, "elementwise"},
       {"mul", P::promote, "elementwise"},

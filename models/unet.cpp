@@ -12,7 +12,7 @@ namespace hg {
 namespace unet {
 
 Tensor DoubleConv::forward_impl(const Tensor& x) {
-  return relu((*bn2)((*conv2)(relu((*bn1)((*conv1)(x))))));
+  return (*bn2)((*conv2)((*bn1)((*conv1)(x))));  // each BatchNorm2d with its ReLU (batch_norm_relu)
 }
 
 Tensor Down::forward_impl(const Tensor& x) { return DoubleConv::forward_impl(max_pool2d(x)); }

@@ -20,7 +20,8 @@ enum class UpMode : uint8_t { transposed, bilinear };
 
 namespace unet {
 
-// conv3x3 -> BN -> ReLU, twice; the convolutions have no bias (BN supplies it).
+// conv3x3 -> BN -> ReLU, twice (each BN and its ReLU one batch_norm_relu op); the
+// convolutions have no bias (BN supplies it).
 class DoubleConv : public nn::Module {
  public:
   DoubleConv(int64_t in, int64_t out) : in_channels(in), out_channels(out) {}
@@ -32,9 +33,9 @@ class DoubleConv : public nn::Module {
 
   const int64_t in_channels, out_channels;
   HG_CHILD(nn::Conv2d, conv1, in_channels, out_channels, 3, Conv2dOptions{.padding = {1, 1}}, false);
-  HG_CHILD(nn::BatchNorm2d, bn1, out_channels);
+  HG_CHILD(nn::BatchNorm2d, bn1, out_channels, 1e-5, 0.1, /*with_relu=*/true);
   HG_CHILD(nn::Conv2d, conv2, out_channels, out_channels, 3, Conv2dOptions{.padding = {1, 1}}, false);
-  HG_CHILD(nn::BatchNorm2d, bn2, out_channels);
+  HG_CHILD(nn::BatchNorm2d, bn2, out_channels, 1e-5, 0.1, /*with_relu=*/true);
 };
 
 // Halves H and W with a 2x2 max-pool, then a DoubleConv.

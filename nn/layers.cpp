@@ -74,7 +74,8 @@ Tensor ConvTranspose2d::forward_impl(const Tensor& x) {
   return conv_transpose2d(x, weight, bias, options);
 }
 
-BatchNorm2d::BatchNorm2d(int64_t c, double eps_, double momentum_) : channels(c), eps(eps_), momentum(momentum_) {
+BatchNorm2d::BatchNorm2d(int64_t c, double eps_, double momentum_, bool with_relu_)
+    : channels(c), eps(eps_), momentum(momentum_), with_relu(with_relu_) {
   HG_CHECK(c > 0 && eps_ > 0 && momentum_ >= 0 && momentum_ <= 1, "BatchNorm2d: needs channels > 0, eps > 0 and ",
            "momentum in [0, 1], got ", c, ", ", eps_, ", ", momentum_);
 }
@@ -86,7 +87,8 @@ Tensor BatchNorm2d::forward_impl(const Tensor& x) {
     NoGrad ng;
     copy_(num_batches_tracked, num_batches_tracked + 1.0);  // on the device: no host round trip
   }
-  return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
+  return (with_relu ? batch_norm_relu : batch_norm)(x, weight, bias, running_mean, running_var, is_training(), momentum,
+                                               eps);
 }
 
 Tensor ReLU::forward_impl(const Tensor& x) { return relu(x); }

@@ -61,10 +61,11 @@ class ConvTranspose2d : public Module {
 
 // Normalises the last (channel) axis of NHWC input. Parameters weight (ones) and bias
 // (zeros); buffers running_mean (zeros), running_var (ones) and num_batches_tracked
-// (i64, counts training forwards).
+// (i64, counts training forwards). With with_relu, its output is relu(batch_norm(x)) from one op
+// (batch_norm_relu: the same bits, no ReLU pass); observers then see the ReLU's output.
 class BatchNorm2d : public Module {
  public:
-  explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+  explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1, bool with_relu = false);
  protected:
   Tensor forward_impl(const Tensor& x) override;
 
@@ -73,6 +74,7 @@ class BatchNorm2d : public Module {
 
   const int64_t channels;
   const double eps, momentum;
+  const bool with_relu;
   HG_PARAM(weight, ones({channels}));
   HG_PARAM(bias, zeros({channels}));
   HG_BUFFER(running_mean, zeros({channels}));

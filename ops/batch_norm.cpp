@@ -7,6 +7,7 @@
 
 #include "framework/autograd.h"
 #include "ops/batch_norm_kernels.h"
+#include "ops/activation.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 
@@ -18,6 +19,11 @@ DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, co
 DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool, const Tensor&,
                   const Tensor&, const Tensor&)>
     batch_norm_backward_stub("batch_norm_backward");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>
+    batch_norm_relu_forward_stub("batch_norm_relu_forward");
+DispatchStub<void(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                  const Tensor&, const Tensor&, const Tensor&)>
+    batch_norm_relu_backward_stub("batch_norm_relu_backward");
 
 namespace {
 
@@ -50,10 +56,9 @@ void update_running(const Tensor& r, const Tensor& stat, double momentum) {
   copy_(r, where(isfinite(stat), old * (1.0 - momentum) + stat.to(d) * momentum, old));
 }
 
-}  // namespace
-
-Tensor batch_norm(const Tensor& x0, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) {
+// batch_norm, and with `relu` batch_norm_relu (the device has its kernels).
+Tensor batch_norm_op(const Tensor& x0, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool training, double momentum, double eps, bool relu) {
   HG_CHECK(x0.defined(), "batch_norm: x is undefined");
   const DType S = visit_floating(x0.dtype(), "batch_norm", []<typename T>() { return dtype_v<accum_t<T>>; });
   HG_CHECK(x0.dim() >= 2, "batch_norm: x must be channels-last [..., C] with at least 2 dimensions, got ",
@@ -97,25 +102,47 @@ Tensor batch_norm(const Tensor& x0, const Tensor& weight, const Tensor& bias, co
       mean = stat_copy(running_mean, S);
       invstd = rsqrt(running_var.detach().to(S) + eps);
     }
-    if (y.numel() > 0) batch_norm_forward_stub(dev, x2, mean, invstd, w, as_stat(bias, S), y.view({M, C}));
+    if (y.numel() > 0)
+      (relu ? batch_norm_relu_forward_stub : batch_norm_forward_stub)(dev, x2, mean, invstd, w, as_stat(bias, S),
+                                                                      y.view({M, C}));
   }
 
   const DType wdt = weight.defined() ? weight.dtype() : S, bdt = bias.defined() ? bias.dtype() : S;
-  autograd::record("batch_norm", {x, weight, bias}, y,
-                   [x_saved = SavedTensor::input(x2, 0), w_saved = SavedTensor::input(w, 1), mean, invstd, training,
-                    xshape, wdt, bdt](const Tensor& g) {
+  // relu's output, for its backward's mask (the next layer keeps it anyway: no extra memory).
+  SavedTensor y_saved = relu ? SavedTensor::output(y) : SavedTensor();
+  autograd::record(relu ? "batch_norm_relu" : "batch_norm", {x, weight, bias}, y,
+                   [x_saved = SavedTensor::input(x2, 0), w_saved = SavedTensor::input(w, 1), y_saved, mean, invstd,
+                    training, relu, xshape, wdt, bdt](const Tensor& g) {
     const Tensor &x2 = x_saved.unpack(), &w = w_saved.unpack();
     const int64_t M = x2.size(0), C = x2.size(1);
     const Tensor gy = g.to(x2.dtype()).contiguous().view({M, C});
     Tensor gx = autograd::needs_input_grad(0) ? empty({M, C}, {x2.dtype(), x2.device()}) : Tensor();
     Tensor sum_gy = zeros({C}, {mean.dtype(), x2.device()}), sum_gy_xhat = zeros({C}, {mean.dtype(), x2.device()});
-    if (M * C > 0)
+    if (M * C > 0 && relu)
+      batch_norm_relu_backward_stub(x2.device(), gy, y_saved.unpack().contiguous().view({M, C}), x2, mean, invstd, w,
+                                    training, gx, sum_gy, sum_gy_xhat);
+    else if (M * C > 0)
       batch_norm_backward_stub(x2.device(), gy, x2, mean, invstd, w, training, gx, sum_gy, sum_gy_xhat);
     return TensorList{gx.defined() ? gx.view(xshape) : Tensor(),
                       autograd::needs_input_grad(1) ? sum_gy_xhat.to(wdt) : Tensor(),
                       autograd::needs_input_grad(2) ? sum_gy.to(bdt) : Tensor()};
   });
   return y;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_op(x, weight, bias, running_mean, running_var, training, momentum, eps, false);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum, double eps) {
+  if (x.defined() && !(batch_norm_relu_forward_stub.has(x.device().kind) &&
+                       batch_norm_relu_backward_stub.has(x.device().kind)))
+    return relu(batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps));
+  return batch_norm_op(x, weight, bias, running_mean, running_var, training, momentum, eps, true);
 }
 
 }  // namespace hg

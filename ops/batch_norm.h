@@ -15,4 +15,11 @@ namespace hg {
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
 
+// relu(batch_norm(...)) as one op, the same bits: one pass over x forward, and backward relu's
+// mask applied while batch_norm's sums are taken (no ReLU pass, no tensor between the two).
+// The ReLU's output is saved for its mask (the next layer usually keeps it anyway). On a device
+// without the fused kernels, the two ops composed.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
 }  // namespace hg

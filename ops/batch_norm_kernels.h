@@ -26,4 +26,16 @@ extern DispatchStub<void(const Tensor& gy, const Tensor& x, const Tensor& mean, 
                          const Tensor& sum_gy_xhat)>
     batch_norm_backward_stub;
 
+// batch_norm_relu: the forward with relu applied before the one rounding (relu's bits: v where
+// v > 0, NaN stays NaN, else +0); the backward with gy passed where relu's output y > 0 and
+// +0 elsewhere (relu's backward) before everything batch_norm_backward does. A backend
+// without them gets relu(batch_norm(x)) composed.
+extern DispatchStub<void(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                         const Tensor& bias, const Tensor& y)>
+    batch_norm_relu_forward_stub;
+extern DispatchStub<void(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                         const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy,
+                         const Tensor& sum_gy_xhat)>
+    batch_norm_relu_backward_stub;
+
 }  // namespace hg

@@ -29,6 +29,16 @@ class RowReader {
 
  public:
   explicit RowReader(int64_t elems) : buf_(kReduced<T> ? static_cast<size_t>(elems) : 0) {}
+  // As read(), into a buffer the caller may write (f32/f64 copied instead of read in place).
+  S* read_copy(const T* src, int64_t n) {
+    if constexpr (kReduced<T>) {
+      return const_cast<S*>(read(src, n));  // buf_, this reader's own
+    } else {
+      if (static_cast<int64_t>(own_.size()) < n) own_.resize(static_cast<size_t>(n));
+      std::copy(src, src + n, own_.data());
+      return own_.data();
+    }
+  }
   const S* read(const T* src, int64_t n) {
     if constexpr (std::is_same_v<T, half>) {
       convert_f16_to_f32(src, buf_.data(), static_cast<size_t>(n));
@@ -42,7 +52,7 @@ class RowReader {
   }
 
  private:
-  std::vector<S> buf_;
+  std::vector<S> buf_, own_;
 };
 
 // Where a row block's results are computed in S: in place for f32/f64, else in a buffer
@@ -127,7 +137,7 @@ void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
   }
 }
 
-template <class T>
+template <class T, bool Relu>
 void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight,
                    const Tensor& bias, const Tensor& y) {
   using S = compute_t<T>;
@@ -144,25 +154,34 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
 #ifdef HG_VEC8
     if constexpr (vec::kVec8<T>)
       if (bn::use_v8<T>(C))
-        return bn::affine_v8(px + r0 * C, r1 - r0, C, mean, scale.data(), shift.data(), py + r0 * C);
+        return bn::affine_v8<Relu>(px + r0 * C, r1 - r0, C, mean, scale.data(), shift.data(), py + r0 * C);
 #endif
     RowReader<T> rd(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      bn::affine(rd.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wr.target(py + r * C));
+      bn::affine<Relu>(rd.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wr.target(py + r * C));
       wr.flush(py + r * C, n * C);
     });
   });
 }
 
+// y: relu's output when the op is batch_norm_relu (gy then passes where y > 0), else undefined.
 template <class T>
-void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t,
+void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t,
                     const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy_t,
                     const Tensor& sum_gy_xhat_t) {
   using S = compute_t<T>;
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
   const T* px = x.data<T>();
   const T* pg = gy.data<T>();
+  const T* py = y.defined() ? y.data<T>() : nullptr;
+  // gy's rows [r, r + n) as S, masked by relu's output where there is one.
+  auto grad_rows = [&](RowReader<T>& rg, RowReader<T>& ry, int64_t r, int64_t n) -> const S* {
+    if (!py) return rg.read(pg + r * C, n * C);
+    S* g = rg.read_copy(pg + r * C, n * C);
+    bn::relu_mask(g, ry.read(py + r * C, n * C), n * C);
+    return g;
+  };
   const S* mean = mean_t.data<S>();
   const S* invstd = invstd_t.data<S>();
   std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
@@ -171,13 +190,13 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
     if constexpr (vec::kVec8<T>)
       if (bn::use_v8<T>(C))
         return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-          bn::grad_sums_v8(pg + r * C, px + r * C, n, C, mean, part);
+          bn::grad_sums_v8(pg + r * C, px + r * C, n, C, mean, part, py ? py + r * C : nullptr);
         });
 #endif
-    RowReader<T> rx(B * C), rg(B * C);
+    RowReader<T> rx(B * C), rg(B * C), ry(B * C);
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      bn::grad_sums(rg.read(pg + r * C, n * C), rx.read(px + r * C, n * C), n, C, mean, acc.data(), part);
+      bn::grad_sums(grad_rows(rg, ry, r, n), rx.read(px + r * C, n * C), n, C, mean, acc.data(), part);
     });
   });
   S* sum_gy = sum_gy_t.data<S>();
@@ -204,13 +223,13 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
     if constexpr (vec::kVec8<T>)
       if (bn::use_v8<T>(C))
         return bn::input_grad_v8(pg + r0 * C, training ? px + r0 * C : nullptr, r1 - r0, C, mean, k1.data(),
-                                 k2.data(), k3.data(), pgx + r0 * C);
+                                 k2.data(), k3.data(), pgx + r0 * C, py ? py + r0 * C : nullptr);
 #endif
-    RowReader<T> rx(B * C), rg(B * C);
+    RowReader<T> rx(B * C), rg(B * C), ry(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
       const S* xs = training ? rx.read(px + r * C, n * C) : nullptr;
-      bn::input_grad(rg.read(pg + r * C, n * C), xs, n, C, mean, k1.data(), k2.data(), k3.data(),
+      bn::input_grad(grad_rows(rg, ry, r, n), xs, n, C, mean, k1.data(), k2.data(), k3.data(),
                      wr.target(pgx + r * C));
       wr.flush(pgx + r * C, n * C);
     });
@@ -223,13 +242,27 @@ void stats_cpu(const Tensor& x, const Tensor& mean, const Tensor& var) {
 
 void forward_cpu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight, const Tensor& bias,
                  const Tensor& y) {
-  visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { forward_typed<T>(x, mean, invstd, weight, bias, y); });
+  visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { forward_typed<T, false>(x, mean, invstd, weight, bias, y); });
+}
+
+void relu_forward_cpu(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
+                      const Tensor& bias, const Tensor& y) {
+  visit_floating(x.dtype(), "batch_norm_relu",
+                 [&]<typename T>() { forward_typed<T, true>(x, mean, invstd, weight, bias, y); });
 }
 
 void backward_cpu(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                   bool training, const Tensor& gx, const Tensor& sum_gy, const Tensor& sum_gy_xhat) {
   visit_floating(x.dtype(), "batch_norm backward", [&]<typename T>() {
-    backward_typed<T>(gy, x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
+    backward_typed<T>(gy, Tensor(), x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
+  });
+}
+
+void relu_backward_cpu(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                       const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy,
+                       const Tensor& sum_gy_xhat) {
+  visit_floating(x.dtype(), "batch_norm_relu backward", [&]<typename T>() {
+    backward_typed<T>(gy, y, x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
   });
 }
 
@@ -238,5 +271,7 @@ void backward_cpu(const Tensor& gy, const Tensor& x, const Tensor& mean, const T
 HG_REGISTER_KERNEL(batch_norm_stats_stub, cpu, stats_cpu);
 HG_REGISTER_KERNEL(batch_norm_forward_stub, cpu, forward_cpu);
 HG_REGISTER_KERNEL(batch_norm_backward_stub, cpu, backward_cpu);
+HG_REGISTER_KERNEL(batch_norm_relu_forward_stub, cpu, relu_forward_cpu);
+HG_REGISTER_KERNEL(batch_norm_relu_backward_stub, cpu, relu_backward_cpu);
 
 }  // namespace hg::cpu

@@ -59,12 +59,28 @@ void grad_sums(const S* __restrict g, const S* __restrict x, int64_t n, int64_t 
   });
 }
 
-// y = (x - mean) * scale + shift per channel.
+// relu's rule: v where v > 0, NaN stays NaN, else +0.
 template <class S>
+S relu_value(S v) {
+  return v > S(0) || v != v ? v : S(0);
+}
+
+// y = (x - mean) * scale + shift per channel (Relu: then relu_value, before the one rounding,
+// which gives relu's bits on the rounded value: rounding keeps the sign, NaN and zero).
+template <bool Relu = false, class S>
 void affine(const S* __restrict x, int64_t n, int64_t C, const S* mean, const S* scale, const S* shift,
             S* __restrict y) {
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < C; ++c) y[i * C + c] = (x[i * C + c] - mean[c]) * scale[c] + shift[c];
+    for (int64_t c = 0; c < C; ++c) {
+      const S v = (x[i * C + c] - mean[c]) * scale[c] + shift[c];
+      y[i * C + c] = Relu ? relu_value(v) : v;
+    }
+}
+
+// g = g where y > 0, else +0 (relu's backward, y its output), in place.
+template <class S>
+void relu_mask(S* __restrict g, const S* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = y[i] > S(0) ? g[i] : S(0);
 }
 
 // out = k1 * g + k2 * (x - mean) + k3 (training), or k1 * g (x null: evaluation).
@@ -119,13 +135,21 @@ void deviation_sums_v8(const T* x, int64_t n, int64_t C, const float* mean, floa
   }
 }
 
+// g's lanes, or with y (relu's output; null: none) relu's backward of them: g where y > 0, else
+// +0 (the values relu_grad would have stored, widened).
 template <class T>
-void grad_sums_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mean, float* part) {
+F8 grad8(const T* g, const T* y, int64_t o) {
+  const F8 gv = ld(g + o);
+  return y ? select(ld(y + o) > F8(0.0f), gv, F8(0.0f)) : gv;
+}
+
+template <class T>
+void grad_sums_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mean, float* part, const T* y = nullptr) {
   for (int64_t k = 0; k < C / 8; ++k) {
     const F8 m = at8(mean, k);
     F8 a(0.0f), q(0.0f);
     for (int64_t i = 0; i < n; ++i) {
-      const F8 gv = ld(g + i * C + 8 * k);
+      const F8 gv = grad8(g, y, i * C + 8 * k);
       a = a + gv;
       q = q + gv * (ld(x + i * C + 8 * k) - m);
     }
@@ -134,27 +158,31 @@ void grad_sums_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mea
   }
 }
 
-template <class T>
+template <bool Relu = false, class T>
 void affine_v8(const T* x, int64_t n, int64_t C, const float* mean, const float* scale, const float* shift, T* y) {
   for (int64_t k = 0; k < C / 8; ++k) {
     const F8 m = at8(mean, k), s = at8(scale, k), b = at8(shift, k);
-    for (int64_t i = 0; i < n; ++i) store8(y + i * C + 8 * k, (ld(x + i * C + 8 * k) - m) * s + b);
+    for (int64_t i = 0; i < n; ++i) {
+      F8 v = (ld(x + i * C + 8 * k) - m) * s + b;
+      if constexpr (Relu) v = select(v > F8(0.0f), v, select(v != v, v, F8(0.0f)));
+      store8(y + i * C + 8 * k, v);
+    }
   }
 }
 
 template <class T>
 void input_grad_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mean, const float* k1,
-                   const float* k2, const float* k3, T* out) {
+                   const float* k2, const float* k3, T* out, const T* y = nullptr) {
   for (int64_t k = 0; k < C / 8; ++k) {
     const F8 a = at8(k1, k);
     if (x) {
       const F8 m = at8(mean, k), b = at8(k2, k), c = at8(k3, k);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t o = i * C + 8 * k;
-        store8(out + o, a * ld(g + o) + b * (ld(x + o) - m) + c);
+        store8(out + o, a * grad8(g, y, o) + b * (ld(x + o) - m) + c);
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) store8(out + i * C + 8 * k, a * ld(g + i * C + 8 * k));
+      for (int64_t i = 0; i < n; ++i) store8(out + i * C + 8 * k, a * grad8(g, y, i * C + 8 * k));
     }
   }
 }

@@ -68,9 +68,10 @@ TEST_CASE("each op obeys its row of the precision table under autocast", "[preci
     amp::Autocast ac(low);
     for (const amp::OpPrecision& row : amp::precision_table()) {
       INFO(row.op << " under autocast " << dtype_name(low));
-      if (std::string(row.op) == "batch_norm") {
+      if (std::string(row.op) == "batch_norm" || std::string(row.op) == "batch_norm_relu") {
         // Mixed by design: f32 statistics inside, the input's dtype out.
-        Tensor y = batch_norm(h, ones({4}), zeros({4}), Tensor(), Tensor(), true);
+        Tensor y = std::string(row.op) == "batch_norm" ? batch_norm(h, ones({4}), zeros({4}), Tensor(), Tensor(), true)
+                                                       : batch_norm_relu(h, ones({4}), zeros({4}), Tensor(), Tensor(), true);
         CHECK(y.dtype() == f16);
         continue;
       }
@@ -84,7 +85,7 @@ TEST_CASE("each op obeys its row of the precision table under autocast", "[preci
       }
     }
   }
-  CHECK(ops.size() + 1 == amp::precision_table().size());
+  CHECK(ops.size() + 2 == amp::precision_table().size());
   CHECK_THROWS_WITH(amp::precision_class_of("fft"), Catch::Contains("not in the precision table"));
 }
 

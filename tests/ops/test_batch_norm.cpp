@@ -233,3 +233,68 @@ TEST_CASE("batch_norm propagates NaN only through its own channel", "[batch_norm
   CHECK(y[1] == Approx(-std::sqrt(1.5)).epsilon(1e-4));  // channel 1: 2, 4, 6 -> var 8/3
   CHECK(y[5] == Approx(std::sqrt(1.5)).epsilon(1e-4));
 }
+
+namespace {
+
+// Equal values with equal signs (+0 and -0 differ), or both NaN.
+bool same_values(const Tensor& a, const Tensor& b) {
+  const std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
+  if (u.size() != v.size()) return false;
+  for (size_t i = 0; i < u.size(); ++i) {
+    const bool nan = std::isnan(u[i]) && std::isnan(v[i]);
+    if (!nan && (u[i] != v[i] || std::signbit(u[i]) != std::signbit(v[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm_relu gives relu(batch_norm) bit for bit, forward and backward", "[batch_norm]") {
+  for (DType dt : {f64, f32, f16, bf16})
+    for (int64_t C : {5, 16})  // the scalar rows, and (f32/f16/bf16) the 8-lane ones
+      for (bool training : {true, false}) {
+        INFO(dtype_name(dt) << " C = " << C << (training ? " training" : " eval"));
+        Generator g(31 + C);
+        const DType S = dt == f64 ? f64 : f32;
+        std::vector<double> xv = normal({3, 5, 7, C}, 0.5, 2.0, {f64}, &g).to_vector<double>();
+        std::vector<double> wv = uniform({C}, 0.5, 1.5, {f64}, &g).to_vector<double>();
+        wv[0] = 0.0;  // channel 0: every output an exact zero (relu's mask: none pass)
+        if (!training) xv[static_cast<size_t>(((1 * 5 + 2) * 7 + 3) * C + 1)] = std::nan("");  // eval: one NaN output
+        const Tensor x = from_data<double>(xv, {3, 5, 7, C}).to(dt), w = from_data<double>(wv, {C}).to(S);
+        const Tensor b = uniform({C}, -1.0, 1.0, {S}, &g);
+        Tensor gy = normal(x.shape(), 0.0, 1.0, {dt}, &g);
+        Tensor rm = uniform({C}, -0.5, 0.5, {S}, &g), rv = uniform({C}, 0.5, 2.0, {S}, &g);
+        auto run = [&](bool fused, Tensor& rm_out, Tensor& rv_out) {
+          Tensor xl = x.detach().set_requires_grad(), wl = w.detach().set_requires_grad();
+          Tensor bl = b.detach().set_requires_grad();
+          rm_out = rm.clone(), rv_out = rv.clone();
+          Tensor y = fused ? batch_norm_relu(xl, wl, bl, rm_out, rv_out, training)
+                           : relu(batch_norm(xl, wl, bl, rm_out, rv_out, training));
+          y.backward(gy);
+          return std::vector<Tensor>{y, xl.grad(), wl.grad(), bl.grad()};
+        };
+        Tensor rm1, rv1, rm2, rv2;
+        const std::vector<Tensor> two_ops = run(false, rm1, rv1), fused = run(true, rm2, rv2);
+        for (size_t i = 0; i < two_ops.size(); ++i) {
+          INFO((i == 0 ? "y" : i == 1 ? "grad x" : i == 2 ? "grad weight" : "grad bias"));
+          REQUIRE(fused[i].dtype() == two_ops[i].dtype());
+          CHECK(same_values(fused[i], two_ops[i]));
+        }
+        CHECK(same_values(rm1, rm2));
+        CHECK(same_values(rv1, rv2));
+        // The mask did something: the zero channel's outputs and gradients, and some negatives.
+        const std::vector<double> y = fused[0].to_vector<double>();
+        CHECK(std::count(y.begin(), y.end(), 0.0) > static_cast<long>(y.size() / C));
+        CHECK(std::all_of(y.begin(), y.end(), [](double v) { return !(v < 0); }));
+      }
+}
+
+TEST_CASE("BatchNorm2d with_relu is BatchNorm2d then ReLU", "[batch_norm][nn]") {
+  Generator g(5);
+  nn::BatchNorm2d plain(8), fused(8, 1e-5, 0.1, true);
+  Tensor x = normal({2, 3, 4, 8}, 0.0, 1.0, {f32}, &g);
+  CHECK(same_values(fused(x), relu(plain(x))));
+  CHECK(same_values(fused.running_mean, plain.running_mean));
+  fused.eval(), plain.eval();
+  CHECK(same_values(fused(x), relu(plain(x))));
+}
