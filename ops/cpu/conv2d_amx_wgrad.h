@@ -204,15 +204,6 @@ bool stage_gy(WgradPlan& pl, const Sizes& s, const T* gy, int64_t n0, int64_t G,
   return true;
 }
 
-// Bytes of staged operands (pairs and gyT, with gy's planes on the way) the weight gradient
-// keeps for a group of images: a group's copies are written and read back in the last-level
-// cache instead of through memory. Measured on Zen 5 (32 MiB L3, 2 threads, bench/conv_wgrad
-// --width 32 --size 128 --dtype bf16): the whole batch of 8 staged at once (pairs alone 35 MB
-// for 3x3 64->32 @128) ran 3x3 32->32 @128 at 7.3 ms, 64->32 @128 at 12.9-13.9, 1x1 64->32
-// @128 at 5.5-5.6; groups of 4 MiB (one image there) 4.0-4.8, 8.4-9.0 and 2.1-2.8 ms; 8 and
-// 16 MiB no better. Images of 64 x 64 and less are staged whole as before (w16: no change).
-inline constexpr int64_t kWgradGroupBytes = int64_t{4} << 20;
-
 // gw [K, R, S, C] (T, rounded once) = the weight gradient of y = conv(x, w) (sizes s, unit
 // strides and column dilation) from gy; false, nothing written, when a value of x or gy is not
 // one the unit multiplies exactly. The images are staged and reduced a group at a time (as
@@ -220,7 +211,7 @@ inline constexpr int64_t kWgradGroupBytes = int64_t{4} << 20;
 // result, do not depend on the grouping (a chunk cut by a group's end resumes from its
 // partial, stored exactly) nor on the thread count.
 template <class Tiles, class T>
-bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64_t group_bytes = kWgradGroupBytes) {
+bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64_t group_bytes = kGroupBytes) {
   constexpr int Planes = planes_of<T>();
   // Per-thread buffers, reused; the lambdas below run on other threads, so they use these
   // references (a thread_local named in a lambda is the running thread's own).

@@ -135,7 +135,7 @@ constexpr bool is_unit = requires { Tiles::unit; };
 // Runs forward (or dgrad) with tiles `Tiles` (or the unit) and checks it; returns the result.
 template <class Tiles, class T>
 std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t seed,
-                           int64_t group_bytes = cpu::amx_conv::kPadGroupBytes) {
+                           int64_t group_bytes = cpu::amx_conv::kGroupBytes) {
   const int64_t in_n = dgrad ? s.N * s.P * s.Q * s.K : s.N * s.H * s.W * s.C;
   const int64_t out_n = dgrad ? s.N * s.H * s.W * s.C : s.N * s.P * s.Q * s.K, F = dgrad ? s.C : s.K;
   const std::vector<T> in = values<T>(in_n, seed, 8.0), w = values<T>(s.K * s.R * s.S * s.C, seed + 1, 0.5);
@@ -158,7 +158,7 @@ std::vector<T> run_checked(const Sizes& s, bool dgrad, int threads, uint64_t see
 // (or the unit); returns it.
 template <class Tiles, class T>
 std::vector<T> wgrad_checked(const Sizes& s, int threads, uint64_t seed,
-                             int64_t group_bytes = cpu::amx_conv::kWgradGroupBytes) {
+                             int64_t group_bytes = cpu::amx_conv::kGroupBytes) {
   const std::vector<T> gy = values<T>(s.N * s.P * s.Q * s.K, seed, 4.0), x = values<T>(s.N * s.H * s.W * s.C, seed + 1, 4.0);
   std::vector<T> gw(static_cast<size_t>(s.K * s.R * s.S * s.C), store<T>(NAN));
   bool ran;
