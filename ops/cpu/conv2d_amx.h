@@ -14,9 +14,11 @@
 // within the f32-accumulation bound of the exact sum, not bitwise the engine's.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "framework/dtype.h"
@@ -243,6 +245,40 @@ void rows_blocks(const Plan& pl, int64_t m0, float* c, int64_t ldc) {
   for (; g < pl.groups; ++g) pass.template operator()<1, 24, kBlock % 24>(g);
 }
 
+// The output pixels [v0, v0 + count) of image n (count <= kBlock; numbered over the output,
+// v = p*Q + q: no padding columns) by every filter group, on such a unit: for pl.groups
+// even and Q >= 13, blocks of 13 pixels (4 x 13 + 12) by two groups, as rows_blocks, a block
+// that crosses an output row's end skipping the padding columns between (conv_rows' Brk).
+// The same sums as rows_blocks, bit for bit, without the Wp - Q columns rows_blocks computes
+// and drops per output row (2 of 18 at Q = 16 for 3x3, 2 of 34 at 32).
+template <class Tiles>
+bool dense_fits(const Plan& pl) {
+  return pl.groups % 2 == 0 && pl.Q >= 13;
+}
+template <class Tiles, int NP, int FG, int... B>
+constexpr auto conv_rows_table(std::integer_sequence<int, B...>) {
+  return std::array<void (*)(const typename Tiles::ConvRows&), NP>{&Tiles::template conv_rows<NP, FG, B + 1>...};
+}
+template <class Tiles>
+void dense_blocks(const Plan& pl, int64_t n, int64_t v0, int64_t count, float* c, int64_t ldc) {
+  const Image& im = *pl.img;
+  using Rows = typename Tiles::ConvRows;
+  static constexpr auto k13 = conv_rows_table<Tiles, 13, 2>(std::make_integer_sequence<int, 13>{});
+  static constexpr auto k12 = conv_rows_table<Tiles, 12, 2>(std::make_integer_sequence<int, 12>{});
+  const int64_t gb = pl.R * pl.steps * kTile, C = im.C, image = n * im.Hp * im.Wp;
+  for (int64_t g = 0; g < pl.groups; g += 2) {
+    Rows k{nullptr, C, pl.dh * im.Wp * C, pl.R, pl.steps, pl.S * C, pl.wt.data() + pl.b_at(g, 0, 0, 0), gb, nullptr,
+           ldc, (im.Wp - pl.Q) * C};
+    for (int64_t i = 0; i < count;) {
+      const int64_t np = i + 13 <= kBlock - 12 ? 13 : 12, v = v0 + i, q = v % pl.Q;
+      k.a = im.data(0) + (image + (v / pl.Q) * im.Wp + q) * C, k.c = c + i * ldc + g * 16;
+      const int64_t brk = std::min(np, pl.Q - q);  // the first pixel on the next output row
+      (np == 13 ? k13[static_cast<size_t>(brk - 1)] : k12[static_cast<size_t>(brk - 1)])(k);
+      i += np;
+    }
+  }
+}
+
 // rows x F sums c (row stride ldc) plus bias (F values, or null), each rounded once into dst
 // (row stride ld): the engine epilogue's arithmetic (store_tile with alpha 1, no ReLU),
 // 16 values per step with AVX-512 where the CPU has it (conv2d_amx.cpp).
@@ -261,8 +297,24 @@ template <class Tiles, class T>
 void run(const Plan& pl, T* y, const float* bias, int threads) {
   constexpr int Planes = planes_of<T>();
   const Image& im = *pl.img;
-  const int64_t Wp = im.Wp, Mi = (pl.P - 1) * Wp + pl.Q, blocks = (Mi + kBlock - 1) / kBlock;
   const int64_t ldc = pl.groups * 16, per_task = 4;
+  if constexpr (RowsUnit<Tiles> && Planes == 1)
+    if (dense_fits<Tiles>(pl)) {
+      const int64_t PQ = pl.P * pl.Q, blocks = (PQ + kBlock - 1) / kBlock;
+      const int64_t tasks_per_image = (blocks + per_task - 1) / per_task, tasks = im.N * tasks_per_image;
+      parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t t) {
+        thread_local std::vector<float> cbuf;
+        if (static_cast<int64_t>(cbuf.size()) < kBlock * ldc) cbuf.resize(static_cast<size_t>(kBlock * ldc));
+        const int64_t n = t / tasks_per_image, b0 = (t % tasks_per_image) * per_task;
+        for (int64_t b = b0; b < std::min(blocks, b0 + per_task); ++b) {
+          const int64_t v0 = b * kBlock, count = std::min(kBlock, PQ - v0);
+          dense_blocks<Tiles>(pl, n, v0, count, cbuf.data(), ldc);
+          store_rows(cbuf.data(), ldc, count, pl.F, bias, y + (n * PQ + v0) * pl.F, pl.F);
+        }
+      });
+      return;
+    }
+  const int64_t Wp = im.Wp, Mi = (pl.P - 1) * Wp + pl.Q, blocks = (Mi + kBlock - 1) / kBlock;
   const int64_t tasks_per_image = (blocks + per_task - 1) / per_task, tasks = im.N * tasks_per_image;
   parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t t) {
     thread_local std::vector<float> cbuf;

@@ -340,6 +340,11 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   // kShapes' partial steps read 8, 12 and 16 of a step's pairs; 2 channels of a 3x3 kernel, 3.
   std::vector<Sizes> shapes(std::begin(kShapes), std::end(kShapes));
   shapes.push_back(sizes(2, 6, 20, 2, 16, 3, 3, 1, 1, 1));
+  // Even filter groups and output rows of 13 or more: blocks over the output pixels (dense_blocks),
+  // crossing row ends at every offset (rows of 15: 135 pixels, the last block of 7; the input
+  // gradient's 20 filters, 16 + 4), and with row dilation (rows of 14).
+  shapes.push_back(sizes(2, 9, 15, 20, 32, 3, 3, 1, 1, 1));
+  shapes.push_back(sizes(1, 9, 14, 8, 64, 3, 3, 2, 1, 2));
   all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
   grouping_keeps_bits<Dot, bfloat16>(19);
   // Its sums kept in registers (conv_rows, wgrad_rows) give the bits of the same products one

@@ -110,6 +110,8 @@ struct DotTiles {
   // (pairs in order, step after step, from zero) without their loads and stores of the sums
   // between products: the same bits. The zero pairs a tile product would add past a partial
   // step's last are left out (adding a zero product to a sum started at +0 changes nothing).
+  // Pixels from Brk on (Brk < NP: the block crosses an output row's end) start `gap` values
+  // further: a + i * sa + gap (the padding columns between two rows, not computed).
   struct ConvRows {
     const uint16_t* a;  // the block's first pixel's value 0 of kernel row 0
     int64_t sa, ra;     // from a pixel to the next, from a kernel row to the next (values)
@@ -118,9 +120,12 @@ struct DotTiles {
     int64_t gb;         // from a group's B tiles to the next (values)
     float* c;
     int64_t ldc;
+    int64_t gap = 0;    // values skipped before pixel Brk
   };
-  template <int NP, int FG>
+  template <int NP, int FG, int Brk = NP>
   __attribute__((target("avx512f,avx512bw,avx512bf16"), noinline)) static void conv_rows(const ConvRows& k) {
+    static_assert(Brk >= 1 && Brk <= NP);
+    auto pixel = [&](const uint16_t* p, int i) { return p + i * k.sa + (i >= Brk ? k.gap : 0); };
     __m512 acc[NP][FG];
 #pragma GCC unroll 24
     for (int i = 0; i < NP; ++i)
@@ -136,7 +141,7 @@ struct DotTiles {
            // A prefetch never faults, so the one past the last row needs no test.
           const uint16_t* an = st + 1 < k.steps ? a + kK : a + k.ra - st * kK;
 #pragma GCC unroll 24
-          for (int i = 0; i < NP; ++i) _mm_prefetch(reinterpret_cast<const char*>(an + i * k.sa), _MM_HINT_T0);
+          for (int i = 0; i < NP; ++i) _mm_prefetch(reinterpret_cast<const char*>(pixel(an, i)), _MM_HINT_T0);
         }
         for (int64_t q = 0; q < pairs; ++q) {
           __m512bh bq[FG];
@@ -145,7 +150,7 @@ struct DotTiles {
             bq[f] = reinterpret_cast<__m512bh>(_mm512_load_si512(b + f * k.gb + q * 32));
 #pragma GCC unroll 24
           for (int i = 0; i < NP; ++i) {
-            const unsigned char* p = reinterpret_cast<const unsigned char*>(a + i * k.sa + 2 * q);
+            const unsigned char* p = reinterpret_cast<const unsigned char*>(pixel(a, i) + 2 * q);
 #pragma GCC unroll 4
             for (int f = 0; f < FG; ++f) acc[i][f] = dot_bcast(acc[i][f], bq[f], p);
           }
