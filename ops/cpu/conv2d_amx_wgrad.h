@@ -29,6 +29,9 @@ struct WgradPlan {
   int64_t per_image = 0, steps = 0;    // 32-pixel steps per image, in all
   int64_t first_step = 0;              // the staged images' first step: gyT and the pairs hold steps from it
   int64_t groups = 0;                  // value groups of 16 per kernel row: ceil(S*C / 16)
+  // Steps over the output pixels only (v = p*Q + q; a unit with its sums in registers, Q even:
+  // a pixel pair never crosses a row), else over the padded grid (p*Wp + q; uniform tile rows).
+  bool dense = false;
 
   // Column j of the output (kernel row r, values 16g..16g+15): its offset in the image.
   int64_t column_offset(int64_t j) const { return (j / groups) * dh * img->Wp * img->C + (j % groups) * 16; }
@@ -96,14 +99,17 @@ void rows_task(const WgradPlan& pl, int64_t s_begin, int64_t s_end, int64_t f_be
   const int64_t C = im.C, grid = im.Hp * im.Wp, columns = pl.R * pl.groups, kSub = 8, NF = 8;
   for (int64_t s0 = s_begin; s0 < s_end; s0 += kSub) {
     const int64_t n = std::min(kSub, s_end - s0), l0 = s0 - pl.first_step;
-    const uint32_t* b[kSub];
+    const uint32_t* b[kSub * 16];  // pair q of step t: its image pairs' row
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t ls = l0 + t;
-      b[t] = pl.pairs.data() + ((ls / pl.per_image) * grid + (ls % pl.per_image) * 32) * C;
+      const int64_t ls = l0 + t, image = (ls / pl.per_image) * grid, m0 = (ls % pl.per_image) * 32;
+      for (int64_t q = 0; q < 16; ++q) {
+        const int64_t v = m0 + 2 * q;  // past an image's last pixel gyT is zero: any finite row
+        b[t * 16 + q] = pl.pairs.data() + (image + (pl.dense ? (v / pl.Q) * im.Wp + v % pl.Q : v)) * C;
+      }
     }
     for (int64_t f0 = 0; f0 < nf; f0 += NF) {
       int64_t off[3], col_at[3];
-      Rows k{pl.gyt.data() + (l0 * pl.Kp + f_begin + f0) * 32, pl.Kp * 32, b, 2 * C, off, n, out + f0 * ldc, col_at, ldc,
+      Rows k{pl.gyt.data() + (l0 * pl.Kp + f_begin + f0) * 32, pl.Kp * 32, b, off, n, out + f0 * ldc, col_at, ldc,
              s0 == chunk_begin};
       for (int64_t c0 = 0; c0 < columns;) {
         const int64_t nv = std::min<int64_t>(3, columns - c0);
@@ -169,10 +175,11 @@ bool pair_image(WgradPlan& pl, Image& geo, const T* x, int64_t N, int64_t H, int
   return std::find(bad.begin(), bad.end(), 1) == bad.end();
 }
 
-// gy of images [n0, n0 + G) staged for the tiles: in planes on the padded pixel grid (slot
-// n*per_image*32 + p*Wp + q, images counted from n0; zero where q >= Q and past an image's
-// last pixel), then each 32-slot step transposed to [Kp][32] into pl.gyt (pl.Mt slots per
-// plane). False when a value is not one the unit multiplies exactly.
+// gy of images [n0, n0 + G) staged for the tiles: in planes on the pixel grid of the steps
+// (slot n*per_image*32 + p*Wp + q, images counted from n0, Wp the padded width or, dense,
+// Q; zero where q >= Q and past an image's last pixel), then each 32-slot step transposed to
+// [Kp][32] into pl.gyt (pl.Mt slots per plane). False when a value is not one the unit
+// multiplies exactly.
 template <class T>
 bool stage_gy(WgradPlan& pl, const Sizes& s, const T* gy, int64_t n0, int64_t G, int64_t Wp, int threads) {
   constexpr int Planes = planes_of<T>();
@@ -225,7 +232,8 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64
   pl.img = &img, pl.P = s.P, pl.Q = s.Q, pl.R = s.R, pl.S = s.S, pl.dh = s.dh, pl.K = s.K;
   const bool wide = s.K > 16;  // tiles of 2 filter groups x 2 columns, else 1 x 4
   pl.Kp = wide ? (s.K + 31) / 32 * 32 : 16;
-  const int64_t Mi = (s.P - 1) * Wp + s.Q;  // an image's pixels on the padded grid
+  pl.dense = RowsUnit<Tiles> && Planes == 1 && s.Q % 2 == 0;
+  const int64_t Mi = pl.dense ? s.P * s.Q : (s.P - 1) * Wp + s.Q;  // an image's pixels on the steps' grid
   pl.per_image = (Mi + 31) / 32, pl.steps = s.N * pl.per_image;
   pl.groups = (s.S * s.C + 15) / 16;
   const int64_t image_bytes = Planes * (Hp * Wp * s.C * 4 + pl.per_image * 32 * (s.K + pl.Kp) * 2);
@@ -242,7 +250,7 @@ bool wgrad_on(const Sizes& s, const T* gy, const T* x, T* gw, int threads, int64
   for (int64_t n0 = 0; n0 < s.N; n0 += G) {
     const int64_t g_n = std::min(G, s.N - n0);
     if (!pair_image(pl, img, x + n0 * s.H * s.W * s.C, g_n, s.H, s.W, s.C, s.ph, s.pw, Hp, Wp, threads)) return false;
-    if (!stage_gy(pl, s, gy, n0, g_n, Wp, threads)) return false;
+    if (!stage_gy(pl, s, gy, n0, g_n, pl.dense ? s.Q : Wp, threads)) return false;
     // The chunks this group's steps [g0, g1) reach, each over its part of them.
     const int64_t g0 = n0 * pl.per_image, g1 = (n0 + g_n) * pl.per_image, c0 = g0 / chunk;
     const int64_t tasks = ((g1 - 1) / chunk - c0 + 1) * fsets;

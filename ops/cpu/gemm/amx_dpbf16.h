@@ -166,13 +166,13 @@ struct DotTiles {
   // by NV columns of 16 values, over n steps of 32 pixels (16 pairs each):
   // c[f * ldc + col_at[e] + j] (from zero when `first`, else from what is there) plus, step
   // t by step, pair q by pair, gyT's pair a[t * sa + 32 f + 2q] times the image pairs' row
-  // b[t][q * sb + off[e] + j]. The chain the tile products make, without their loads and
-  // stores of the sums between products: the same bits.
+  // b[16 t + q][off[e] + j] (each pair's row found on its own: a step may cross output rows).
+  // The chain the tile products make, without their loads and stores of the sums between
+  // products: the same bits.
   struct WgradRows {
     const uint16_t* a;
     int64_t sa;
     const uint32_t* const* b;
-    int64_t sb;
     const int64_t* off;
     int64_t n;
     float* c;
@@ -190,13 +190,13 @@ struct DotTiles {
         acc[f][e] = k.first ? _mm512_setzero_ps() : _mm512_loadu_ps(k.c + f * k.ldc + k.col_at[e]);
     for (int64_t t = 0; t < k.n; ++t) {
       const uint16_t* a = k.a + t * k.sa;
-      const uint32_t* b = k.b[t];
+      const uint32_t* const* rows = k.b + t * kRows;
 #pragma GCC unroll 2
       for (int q = 0; q < kRows; ++q) {
         __m512bh bv[NV];
+        const uint32_t* b = rows[q];
 #pragma GCC unroll 4
-        for (int e = 0; e < NV; ++e)
-          bv[e] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + q * k.sb + k.off[e]));
+        for (int e = 0; e < NV; ++e) bv[e] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + k.off[e]));
 #pragma GCC unroll 16
         for (int f = 0; f < NF; ++f) {
           const unsigned char* p = reinterpret_cast<const unsigned char*>(a + f * 32 + 2 * q);
