@@ -249,9 +249,9 @@ bool dot_wins(const Geometry& g, AmxPass pass) {
   return g.S > 1 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || g.S * channels >= 48);
 }
 bool dot_wgrad_wins(const Geometry& g) {
-  // The reduction runs over each image's padded grid in steps of 32 slots: at least 4/5 of
-  // them real pixels (3x3 from 16 x 16 images; 8 x 8 ones fill 64 of 96).
-  const int64_t Wp = g.Q + g.S - 1, slots = ((g.P - 1) * Wp + g.Q + 31) / 32 * 32;
+  // The reduction runs over each image's pixels in steps of 32 slots (over the padded grid
+  // where Q is odd, conv2d_amx_wgrad.h): at least 4/5 of them real pixels.
+  const int64_t Wp = g.Q + g.S - 1, slots = ((g.Q % 2 == 0 ? g.P * g.Q : (g.P - 1) * Wp + g.Q) + 31) / 32 * 32;
   return g.C >= 16 && g.K >= (g.R * g.S > 1 ? 16 : 32) && 5 * g.P * g.Q >= 4 * slots;
 }
 

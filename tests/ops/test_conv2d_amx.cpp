@@ -345,11 +345,17 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   // gradient's 20 filters, 16 + 4), and with row dilation (rows of 14).
   shapes.push_back(sizes(2, 9, 15, 20, 32, 3, 3, 1, 1, 1));
   shapes.push_back(sizes(1, 9, 14, 8, 64, 3, 3, 2, 1, 2));
+  // Rows of 8: a weight gradient step of 32 pixels crosses three row ends (the forward keeps the
+  // padded grid below 13 pixels a row).
+  shapes.push_back(sizes(2, 8, 8, 16, 32, 3, 3, 1, 1, 1));
   all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
   grouping_keeps_bits<Dot, bfloat16>(19);
   // Its sums kept in registers (conv_rows, wgrad_rows) give the bits of the same products one
   // 16 x 16 tile at a time, their sums stored between products (kShapes[0]: 20 filters, 4 + 1
-  // groups and partial steps; a 16 x 16 image of 64 filters: groups of four).
+  // groups and partial steps; a 16 x 16 image of 64 filters: groups of four). The weight
+  // gradient's steps over output pixels (Q even) add the products of the padded grid's steps
+  // without its zero ones, in the same order: the same bits while the reduction is one chunk
+  // (every shape here; the chunks of sizes(4, 20, 40, ...) above are checked against the bound).
   shapes.push_back(sizes(2, 16, 16, 24, 64, 3, 3, 1, 1, 1));
   for (const Sizes& s : shapes) {
     INFO("x " << s.N << "x" << s.H << "x" << s.W << "x" << s.C << " filters " << s.K);
