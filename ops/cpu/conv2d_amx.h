@@ -245,20 +245,20 @@ void rows_blocks(const Plan& pl, int64_t m0, float* c, int64_t ldc) {
   for (; g < pl.groups; ++g) pass.template operator()<1, 24, kBlock % 24>(g);
 }
 
-// The output pixels [v0, v0 + count) of image n (count <= kBlock; numbered over the output,
-// v = p*Q + q: no padding columns) by every filter group, on such a unit: for pl.groups
-// even and Q >= 13, blocks of 13 pixels (4 x 13 + 12) by two groups, as rows_blocks, a block
-// that crosses an output row's end skipping the padding columns between (conv_rows' Brk).
-// The same sums as rows_blocks, bit for bit, without the Wp - Q columns rows_blocks computes
-// and drops per output row (2 of 18 at Q = 16 for 3x3, 2 of 34 at 32).
-template <class Tiles>
-bool dense_fits(const Plan& pl) {
-  return pl.groups % 2 == 0 && pl.Q >= 13;
-}
+// Whether dense_blocks runs the plan: filter groups in pairs, output rows of 13+ pixels (a
+// block of 13 crosses at most one row's end).
+inline bool dense_fits(const Plan& pl) { return pl.groups % 2 == 0 && pl.Q >= 13; }
 template <class Tiles, int NP, int FG, int... B>
 constexpr auto conv_rows_table(std::integer_sequence<int, B...>) {
   return std::array<void (*)(const typename Tiles::ConvRows&), NP>{&Tiles::template conv_rows<NP, FG, B + 1>...};
 }
+// The output pixels [v0, v0 + count) of image n (count <= kBlock; numbered over the output,
+// v = p*Q + q: no padding columns) by every filter group, on such a unit (dense_fits): blocks
+// of 13 pixels (4 x 13 + 12) by two groups, as rows_blocks, a block that crosses an output
+// row's end skipping the padding columns between (conv_rows' Brk). The same sums as
+// rows_blocks, bit for bit, without the Wp - Q columns rows_blocks computes and drops per
+// output row (2 of 18 at Q = 16 for 3x3, 2 of 34 at 32). A last partial block reads at most
+// 12 pixels past the image's last (the padded row below it, or the slack).
 template <class Tiles>
 void dense_blocks(const Plan& pl, int64_t n, int64_t v0, int64_t count, float* c, int64_t ldc) {
   const Image& im = *pl.img;
@@ -299,7 +299,7 @@ void run(const Plan& pl, T* y, const float* bias, int threads) {
   const Image& im = *pl.img;
   const int64_t ldc = pl.groups * 16, per_task = 4;
   if constexpr (RowsUnit<Tiles> && Planes == 1)
-    if (dense_fits<Tiles>(pl)) {
+    if (dense_fits(pl)) {
       const int64_t PQ = pl.P * pl.Q, blocks = (PQ + kBlock - 1) / kBlock;
       const int64_t tasks_per_image = (blocks + per_task - 1) / per_task, tasks = im.N * tasks_per_image;
       parallel_dynamic(static_cast<int>(std::min<int64_t>(threads, tasks)), tasks, [&](int64_t t) {

@@ -103,7 +103,8 @@ void rows_task(const WgradPlan& pl, int64_t s_begin, int64_t s_end, int64_t f_be
     for (int64_t t = 0; t < n; ++t) {
       const int64_t ls = l0 + t, image = (ls / pl.per_image) * grid, m0 = (ls % pl.per_image) * 32;
       for (int64_t q = 0; q < 16; ++q) {
-        const int64_t v = m0 + 2 * q;  // past an image's last pixel gyT is zero: any finite row
+        // Past an image's last pixel gyT is zero: any finite row does, dense takes the last pair's.
+        const int64_t v = pl.dense ? std::min(m0 + 2 * q, pl.P * pl.Q - 2) : m0 + 2 * q;
         b[t * 16 + q] = pl.pairs.data() + (image + (pl.dense ? (v / pl.Q) * im.Wp + v % pl.Q : v)) * C;
       }
     }
