@@ -38,23 +38,43 @@ int main(int argc, char** argv) {
   const Shape shape = {16, 64, 64, 8};
   const int64_t n = numel_of(shape);
   const DType dtypes[3] = {f32, f16, bf16};
-  if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
-    std::printf("usage: cpu_elementwise [substring of the op names to run]  (threads: OMP_NUM_THREADS)\n");
-    return 0;
+  Shape bn_shape = shape;  // the BatchNorm rows' activation (--bn-shape)
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    int64_t d[4];
+    if (a == "--bn-shape" && i + 1 < argc &&
+        std::sscanf(argv[i + 1], "%ld,%ld,%ld,%ld", &d[0], &d[1], &d[2], &d[3]) == 4 && d[0] > 0 && d[1] > 0 &&
+        d[2] > 0 && d[3] > 0) {
+      bn_shape = {d[0], d[1], d[2], d[3]};
+      ++i;
+    } else if (a.rfind("--", 0) == 0) {
+      std::printf(
+          "usage: cpu_elementwise [--bn-shape N,H,W,C] [substring of the op names to run]  (threads: "
+          "OMP_NUM_THREADS)\n  --bn-shape: the BatchNorm rows' channels-last activation (default 16,64,64,8)\n");
+      return a == "--help" ? 0 : 2;
+    } else {
+      only = a;
+    }
   }
-  const std::string only = argc > 1 ? argv[1] : "";
-  auto add_row = [&](const std::string& name, const std::function<std::function<void()>(DType)>& make) {
+  const int64_t C = bn_shape[3];
+  auto add_row_n = [&](const std::string& name, int64_t elems,
+                       const std::function<std::function<void()>(DType)>& make) {
     if (name.find(only) == std::string::npos) return;
     double ns[3];
-    for (int k = 0; k < 3; ++k) ns[k] = median_seconds(make(dtypes[k])) * 1e9 / static_cast<double>(n);
+    for (int k = 0; k < 3; ++k) ns[k] = median_seconds(make(dtypes[k])) * 1e9 / static_cast<double>(elems);
     std::printf("%-28s %8.3f %8.3f %8.3f\n", name.c_str(), ns[0], ns[1], ns[2]);
     std::fflush(stdout);
+  };
+  auto add_row = [&](const std::string& name, const std::function<std::function<void()>(DType)>& make) {
+    add_row_n(name, n, make);
   };
   auto input = [&](DType dt, uint64_t seed) {
     Generator g(seed);
     return randn(shape, {dt}, &g);
   };
-  std::printf("ns per element of [16, 64, 64, 8]\n%-28s %8s %8s %8s\n", "op", "f32", "f16", "bf16");
+  std::printf("ns per element of [16, 64, 64, 8] (BatchNorm rows: [%ld, %ld, %ld, %ld])\n%-28s %8s %8s %8s\n",
+              bn_shape[0], bn_shape[1], bn_shape[2], bn_shape[3], "op", "f32", "f16", "bf16");
 
   add_row("relu", [&](DType dt) { return [x = input(dt, 1)] { relu(x); }; });
   add_row("relu grad", [&](DType dt) {
@@ -85,12 +105,27 @@ int main(int argc, char** argv) {
       upsample(x, 2, UpsampleMode::bilinear).backward(g);
     };
   });
-  add_row("batch_norm train fwd", [&](DType dt) {
-    return [x = input(dt, 1), w = ones({8}), b = zeros({8})] { batch_norm(x, w, b, Tensor(), Tensor(), true); };
+  auto bn_input = [&](DType dt, uint64_t seed) {
+    Generator g(seed);
+    return randn(bn_shape, {dt}, &g);
+  };
+  const int64_t bn_n = numel_of(bn_shape);
+  add_row_n("batch_norm train fwd", bn_n, [&](DType dt) {
+    return [x = bn_input(dt, 1), w = ones({C}), b = zeros({C})] { batch_norm(x, w, b, Tensor(), Tensor(), true); };
   });
-  add_row("batch_norm train fwd+bwd", [&](DType dt) {
-    return [x = input(dt, 1).set_requires_grad(), w = ones({8}), b = zeros({8}), g = input(dt, 2)] {
+  add_row_n("batch_norm train fwd+bwd", bn_n, [&](DType dt) {
+    return [x = bn_input(dt, 1).set_requires_grad(), w = ones({C}), b = zeros({C}), g = bn_input(dt, 2)] {
       batch_norm(x, w, b, Tensor(), Tensor(), true).backward(g);
+    };
+  });
+  add_row_n("batch_norm_relu train fwd", bn_n, [&](DType dt) {
+    return [x = bn_input(dt, 1), w = ones({C}), b = zeros({C})] {
+      batch_norm_relu(x, w, b, Tensor(), Tensor(), true);
+    };
+  });
+  add_row_n("batch_norm_relu train fwd+bwd", bn_n, [&](DType dt) {
+    return [x = bn_input(dt, 1).set_requires_grad(), w = ones({C}), b = zeros({C}), g = bn_input(dt, 2)] {
+      batch_norm_relu(x, w, b, Tensor(), Tensor(), true).backward(g);
     };
   });
   add_row("softmax (last axis, 8)", [&](DType dt) { return [x = input(dt, 1)] { softmax(x, -1); }; });

@@ -154,7 +154,9 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
 #ifdef HG_VEC8
     if constexpr (vec::kVec8<T>)
       if (bn::use_v8<T>(C))
-        return bn::affine_v8<Relu>(px + r0 * C, r1 - r0, C, mean, scale.data(), shift.data(), py + r0 * C);
+        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+          bn::affine_v8<Relu>(px + r * C, n, C, mean, scale.data(), shift.data(), py + r * C);
+        });
 #endif
     RowReader<T> rd(B * C);
     RowWriter<T> wr(B * C);
@@ -222,8 +224,10 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
 #ifdef HG_VEC8
     if constexpr (vec::kVec8<T>)
       if (bn::use_v8<T>(C))
-        return bn::input_grad_v8(pg + r0 * C, training ? px + r0 * C : nullptr, r1 - r0, C, mean, k1.data(),
-                                 k2.data(), k3.data(), pgx + r0 * C, py ? py + r0 * C : nullptr);
+        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+          bn::input_grad_v8(pg + r * C, training ? px + r * C : nullptr, n, C, mean, k1.data(), k2.data(), k3.data(),
+                            pgx + r * C, py ? py + r * C : nullptr);
+        });
 #endif
     RowReader<T> rx(B * C), rg(B * C), ry(B * C);
     RowWriter<T> wr(B * C);
