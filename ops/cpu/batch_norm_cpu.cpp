@@ -1,6 +1,7 @@
 // CPU kernels of batch normalisation on contiguous [M, C] data. Rows are cut into a
 // number of chunks fixed by the shape (so sums do not depend on the thread count), and
-// each chunk is read in L1-sized row blocks by the row kernels of batch_norm_rows.h.
+// each chunk is read in L1-sized row blocks by the row forms of batch_norm_rows.h (scalar)
+// or batch_norm_vec.h (8 or 16 lanes, chosen per call by bn::vec_rows; the same bits).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -8,7 +9,9 @@
 #include "framework/half_convert.h"
 #include "ops/batch_norm_kernels.h"
 #include "ops/cpu/batch_norm_rows.h"
+#include "ops/cpu/batch_norm_vec.h"
 #include "ops/cpu/loops.h"
+#include "ops/cpu/vec/vec8.h"
 
 namespace hg::cpu {
 namespace {
@@ -104,14 +107,12 @@ template <class T>
 void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
   using S = compute_t<T>;
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const bn::VecRows<T>* vr = bn::vec_rows<T>(C);  // null: the scalar forms
   const T* px = x.data<T>();
   S* mean = mean_t.data<S>();
   S* var = var_t.data<S>();
   chunked_sum<S>(M, C, C, mean, [&](int64_t r0, int64_t r1, S* part) {
-#ifdef HG_VEC8
-    if constexpr (vec::kVec8<T>)
-      if (bn::use_v8<T>(C)) return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::sums_v8(px + r * C, n, C, part); });
-#endif
+    if (vr) return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { vr->sums(px + r * C, n, C, part); });
     RowReader<T> rd(B * C);
     std::vector<S> acc(static_cast<size_t>(C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::sums(rd.read(px + r * C, n * C), n, C, acc.data(), part); });
@@ -120,11 +121,8 @@ void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
 
   std::vector<S> dev(static_cast<size_t>(2 * C));
   chunked_sum<S>(M, C, 2 * C, dev.data(), [&](int64_t r0, int64_t r1, S* part) {
-#ifdef HG_VEC8
-    if constexpr (vec::kVec8<T>)
-      if (bn::use_v8<T>(C))
-        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { bn::deviation_sums_v8(px + r * C, n, C, mean, part); });
-#endif
+    if (vr)
+      return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) { vr->deviation_sums(px + r * C, n, C, mean, part); });
     RowReader<T> rd(B * C);
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
@@ -142,6 +140,7 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
                    const Tensor& bias, const Tensor& y) {
   using S = compute_t<T>;
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const bn::VecRows<T>* vr = bn::vec_rows<T>(C);  // null: the scalar forms
   const S* mean = mean_t.data<S>();
   std::vector<S> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C), S(0));
   for (int64_t c = 0; c < C; ++c) {
@@ -151,13 +150,10 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
   const T* px = x.data<T>();
   T* py = y.data<T>();
   parallel_for(M, C, [&](int64_t r0, int64_t r1) {
-#ifdef HG_VEC8
-    if constexpr (vec::kVec8<T>)
-      if (bn::use_v8<T>(C))
-        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-          bn::affine_v8<Relu>(px + r * C, n, C, mean, scale.data(), shift.data(), py + r * C);
-        });
-#endif
+    if (vr)
+      return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+        (Relu ? vr->affine_relu : vr->affine)(px + r * C, n, C, mean, scale.data(), shift.data(), py + r * C);
+      });
     RowReader<T> rd(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
@@ -174,6 +170,7 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
                     const Tensor& sum_gy_xhat_t) {
   using S = compute_t<T>;
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
+  const bn::VecRows<T>* vr = bn::vec_rows<T>(C);  // null: the scalar forms
   const T* px = x.data<T>();
   const T* pg = gy.data<T>();
   const T* py = y.defined() ? y.data<T>() : nullptr;
@@ -188,13 +185,10 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
   const S* invstd = invstd_t.data<S>();
   std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
   chunked_sum<S>(M, C, 2 * C, sums.data(), [&](int64_t r0, int64_t r1, S* part) {
-#ifdef HG_VEC8
-    if constexpr (vec::kVec8<T>)
-      if (bn::use_v8<T>(C))
-        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-          bn::grad_sums_v8(pg + r * C, px + r * C, n, C, mean, part, py ? py + r * C : nullptr);
-        });
-#endif
+    if (vr)
+      return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+        vr->grad_sums(pg + r * C, px + r * C, n, C, mean, part, py ? py + r * C : nullptr);
+      });
     RowReader<T> rx(B * C), rg(B * C), ry(B * C);
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
@@ -221,14 +215,11 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
   }
   T* pgx = gx.data<T>();
   parallel_for(M, 2 * C, [&](int64_t r0, int64_t r1) {
-#ifdef HG_VEC8
-    if constexpr (vec::kVec8<T>)
-      if (bn::use_v8<T>(C))
-        return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-          bn::input_grad_v8(pg + r * C, training ? px + r * C : nullptr, n, C, mean, k1.data(), k2.data(), k3.data(),
-                            pgx + r * C, py ? py + r * C : nullptr);
-        });
-#endif
+    if (vr)
+      return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+        vr->input_grad(pg + r * C, training ? px + r * C : nullptr, n, C, mean, k1.data(), k2.data(), k3.data(),
+                       pgx + r * C, py ? py + r * C : nullptr);
+      });
     RowReader<T> rx(B * C), rg(B * C), ry(B * C);
     RowWriter<T> wr(B * C);
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
@@ -271,6 +262,23 @@ void relu_backward_cpu(const Tensor& gy, const Tensor& y, const Tensor& x, const
 }
 
 }  // namespace
+
+namespace bn {
+
+template <class T>
+const VecRows<T>* rows8() {
+#ifdef HG_VEC8
+  static const VecRows<T> rows = lanes::table<vec::F8, T>();
+  return &rows;
+#else
+  return nullptr;
+#endif
+}
+template const VecRows<float>* rows8();
+template const VecRows<half>* rows8();
+template const VecRows<bfloat16>* rows8();
+
+}  // namespace bn
 
 HG_REGISTER_KERNEL(batch_norm_stats_stub, cpu, stats_cpu);
 HG_REGISTER_KERNEL(batch_norm_forward_stub, cpu, forward_cpu);

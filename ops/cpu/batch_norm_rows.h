@@ -1,19 +1,51 @@
-// BatchNorm's work on one block of n contiguous [n, C] rows, in two forms that give the
-// same bits: scalar loops on rows already widened to the compute type, and (f32/f16/bf16,
-// C a multiple of 8) F8 lanes reading and writing the storage type directly, each
-// accumulator in a register instead of memory, every channel's rows summed in the same order.
+// BatchNorm's work on one block of n contiguous [n, C] rows: the scalar forms here, on rows
+// already widened to the compute type, and the vector forms (batch_norm_vec.h: 8 or 16 f32
+// lanes reading and writing f32/f16/bf16 directly, each accumulator in a register) that give
+// the same bits, every channel's rows summed in the same order.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
-#include "ops/cpu/vec/map8.h"
+#include "framework/dtype.h"
 
 namespace hg::cpu::bn {
 
-// Whether a block of T rows with C channels takes the F8 form.
+// One width's vector forms for T rows (see batch_norm_vec.h for each one's contract; y,
+// relu's output, may be null).
 template <class T>
-bool use_v8(int64_t C) {
-  return vec::kVec8<T> && C % 8 == 0;
+struct VecRows {
+  using S = compute_t<T>;  // f32 for the lane types; VecRows<double> exists only as a type
+  int64_t lanes;           // C must be a multiple
+  void (*sums)(const T* x, int64_t n, int64_t C, S* part);
+  void (*deviation_sums)(const T* x, int64_t n, int64_t C, const S* mean, S* part);
+  void (*grad_sums)(const T* g, const T* x, int64_t n, int64_t C, const S* mean, S* part, const T* y);
+  void (*affine)(const T* x, int64_t n, int64_t C, const S* mean, const S* scale, const S* shift, T* y);
+  void (*affine_relu)(const T* x, int64_t n, int64_t C, const S* mean, const S* scale, const S* shift, T* y);
+  void (*input_grad)(const T* g, const T* x, int64_t n, int64_t C, const S* mean, const S* k1, const S* k2,
+                     const S* k3, T* out, const T* y);
+};
+
+template <class T>
+inline constexpr bool kLaneType =
+    std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+// Each width's forms for T in {f32, f16, bf16}, or null where this build (8 lanes: AVX2 and
+// F16C) or this process's kernel path (16 lanes: hg::cpu::isa() avx512 or wider) lacks them.
+template <class T>
+const VecRows<T>* rows8();
+template <class T>
+const VecRows<T>* rows16();
+
+// The forms a block of T rows with C channels takes: the widest whose lane count divides C,
+// or null (f64, or C not a multiple of 8): the scalar forms.
+template <class T>
+const VecRows<T>* vec_rows(int64_t C) {
+  if constexpr (kLaneType<T>) {
+    if (const VecRows<T>* r = rows16<T>(); r && C % r->lanes == 0) return r;
+    if (const VecRows<T>* r = rows8<T>(); r && C % r->lanes == 0) return r;
+  }
+  return nullptr;
 }
 
 // Each reduction sums its block into a zeroed per-block accumulator (`acc`, the width of
@@ -97,95 +129,5 @@ void input_grad(const S* __restrict g, const S* __restrict x, int64_t n, int64_t
   }
 }
 
-#ifdef HG_VEC8
-using vec::F8;
-using vec::load8;
-using vec::store8;
-
-// The F8 forms, channel vector by channel vector (columns 8k .. 8k+7), rows in order.
-// The storage-type pointers are the block's first row; per-channel arrays are f32.
-inline F8 at8(const float* p, int64_t k) { return load8(p + 8 * k); }
-// Every T value below is first an operand of + - * (which quiets a NaN): the cheaper load.
-template <class T>
-F8 ld(const T* p) {
-  return vec::load8_operand(p);
-}
-
-template <class T>
-void sums_v8(const T* x, int64_t n, int64_t C, float* part) {
-  for (int64_t k = 0; k < C / 8; ++k) {
-    F8 a(0.0f);
-    for (int64_t i = 0; i < n; ++i) a = a + ld(x + i * C + 8 * k);
-    store8(part + 8 * k, at8(part, k) + a);
-  }
-}
-
-template <class T>
-void deviation_sums_v8(const T* x, int64_t n, int64_t C, const float* mean, float* part) {
-  for (int64_t k = 0; k < C / 8; ++k) {
-    const F8 m = at8(mean, k);
-    F8 a(0.0f), q(0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const F8 d = ld(x + i * C + 8 * k) - m;
-      a = a + d;
-      q = q + d * d;
-    }
-    store8(part + 8 * k, at8(part, k) + a);
-    store8(part + C + 8 * k, at8(part + C, k) + q);
-  }
-}
-
-// g's lanes, or with y (relu's output; null: none) relu's backward of them: g where y > 0, else
-// +0 (the values relu_grad would have stored, widened).
-template <class T>
-F8 grad8(const T* g, const T* y, int64_t o) {
-  const F8 gv = ld(g + o);
-  return y ? select(ld(y + o) > F8(0.0f), gv, F8(0.0f)) : gv;
-}
-
-template <class T>
-void grad_sums_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mean, float* part, const T* y = nullptr) {
-  for (int64_t k = 0; k < C / 8; ++k) {
-    const F8 m = at8(mean, k);
-    F8 a(0.0f), q(0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const F8 gv = grad8(g, y, i * C + 8 * k);
-      a = a + gv;
-      q = q + gv * (ld(x + i * C + 8 * k) - m);
-    }
-    store8(part + 8 * k, at8(part, k) + a);
-    store8(part + C + 8 * k, at8(part + C, k) + q);
-  }
-}
-
-template <bool Relu = false, class T>
-void affine_v8(const T* x, int64_t n, int64_t C, const float* mean, const float* scale, const float* shift, T* y) {
-  for (int64_t k = 0; k < C / 8; ++k) {
-    const F8 m = at8(mean, k), s = at8(scale, k), b = at8(shift, k);
-    for (int64_t i = 0; i < n; ++i) {
-      F8 v = (ld(x + i * C + 8 * k) - m) * s + b;
-      if constexpr (Relu) v = select(v > F8(0.0f), v, select(v != v, v, F8(0.0f)));
-      store8(y + i * C + 8 * k, v);
-    }
-  }
-}
-
-template <class T>
-void input_grad_v8(const T* g, const T* x, int64_t n, int64_t C, const float* mean, const float* k1,
-                   const float* k2, const float* k3, T* out, const T* y = nullptr) {
-  for (int64_t k = 0; k < C / 8; ++k) {
-    const F8 a = at8(k1, k);
-    if (x) {
-      const F8 m = at8(mean, k), b = at8(k2, k), c = at8(k3, k);
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t o = i * C + 8 * k;
-        store8(out + o, a * grad8(g, y, o) + b * (ld(x + o) - m) + c);
-      }
-    } else {
-      for (int64_t i = 0; i < n; ++i) store8(out + i * C + 8 * k, a * grad8(g, y, i * C + 8 * k));
-    }
-  }
-}
-#endif
 
 }  // namespace hg::cpu::bn

@@ -3,6 +3,7 @@
 // and a vector of 8. Each helper is the exact IEEE operation the scalar body performs.
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "framework/half_convert_x86.h"
@@ -43,10 +44,24 @@ struct M8 {
 };
 
 struct F8 {
+  static constexpr int64_t kLanes = 8;
   __m256 v;
   F8() = default;
   explicit F8(__m256 x) : v(x) {}
   explicit F8(float s) : v(_mm256_set1_ps(s)) {}
+
+  // The interface kernels written over a lane type V use (vec16.h's Z16 has the same):
+  // load f32, widen T for use as an operand of + - * only (see x86::load8_operand), round
+  // into T once.
+  static F8 load(const float* p) { return F8(_mm256_loadu_ps(p)); }
+  template <class T>
+  static F8 operand(const T* p) {
+    return F8(x86::load8_operand(p));
+  }
+  template <class T>
+  static void store(T* p, F8 a) {
+    x86::store8(p, a.v);
+  }
 };
 
 inline F8 operator+(F8 a, F8 b) { return F8(_mm256_add_ps(a.v, b.v)); }

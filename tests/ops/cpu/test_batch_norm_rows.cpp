@@ -1,7 +1,8 @@
-// BatchNorm's F8 row kernels (ops/cpu/batch_norm_rows.h) against its scalar row kernels
-// fed the same rows widened one element at a time, bit for bit: f32/f16/bf16, channel
-// counts 8..64, row counts with and without a full block, inf/NaN/subnormal/tie inputs,
-// outputs rounded once into f16/bf16 (overflow to inf, subnormal results).
+// BatchNorm's vector row forms (ops/cpu/batch_norm_vec.h, 8 lanes and, on AVX-512, 16)
+// against its scalar row forms (batch_norm_rows.h) fed the same rows widened one element at
+// a time, bit for bit: f32/f16/bf16, channel counts 8..64, row counts with and without a full
+// block, inf/NaN/subnormal/tie inputs, outputs rounded once into f16/bf16 (overflow to inf,
+// subnormal results).
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -11,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "framework/cpu/isa.h"
 #include "halfgrad.h"
 #include "ops/cpu/batch_norm_rows.h"
+#include "skip.h"
 
 using namespace hg;
 namespace bn = hg::cpu::bn;
@@ -86,11 +89,11 @@ size_t mismatches(const std::vector<T>& got, const std::vector<T>& want) {
 }
 
 template <class T>
-void check_dtype(bool specials) {
-  for (int64_t C : {8, 16, 24, 64}) {
+void check_dtype(const bn::VecRows<T>& v, bool specials) {
+  for (int64_t C : {8, 16, 24, 48, 64}) {
+    if (C % v.lanes != 0) continue;
     for (int64_t n : std::initializer_list<int64_t>{1, 5, 33, 4096 / C + 3}) {
-      INFO("C " << C << ", rows " << n << (specials ? ", with inf/NaN/subnormals" : ""));
-      REQUIRE(bn::use_v8<T>(C));
+      INFO(v.lanes << " lanes, C " << C << ", rows " << n << (specials ? ", with inf/NaN/subnormals" : ""));
       const auto x = rows_of<T>(n, C, static_cast<uint32_t>(C * 1000 + n), specials);
       const auto g = rows_of<T>(n, C, static_cast<uint32_t>(C * 1000 + n + 1), specials);
       const auto xw = widened(x), gw = widened(g);
@@ -101,31 +104,31 @@ void check_dtype(bool specials) {
 
       auto part_s = start, part_v = start;
       bn::sums(xw.data(), n, C, acc.data(), part_s.data());
-      bn::sums_v8(x.data(), n, C, part_v.data());
+      v.sums(x.data(), n, C, part_v.data());
       CHECK(mismatches(part_v, part_s) == 0);
 
       part_s = start, part_v = start;
       bn::deviation_sums(xw.data(), n, C, mean.data(), acc.data(), part_s.data());
-      bn::deviation_sums_v8(x.data(), n, C, mean.data(), part_v.data());
+      v.deviation_sums(x.data(), n, C, mean.data(), part_v.data());
       CHECK(mismatches(part_v, part_s) == 0);
 
       part_s = start, part_v = start;
       bn::grad_sums(gw.data(), xw.data(), n, C, mean.data(), acc.data(), part_s.data());
-      bn::grad_sums_v8(g.data(), x.data(), n, C, mean.data(), part_v.data());
+      v.grad_sums(g.data(), x.data(), n, C, mean.data(), part_v.data(), nullptr);
       CHECK(mismatches(part_v, part_s) == 0);
 
       std::vector<float> ys(x.size());
       std::vector<T> yv(x.size());
       bn::affine(xw.data(), n, C, mean.data(), scale.data(), shift.data(), ys.data());
-      bn::affine_v8(x.data(), n, C, mean.data(), scale.data(), shift.data(), yv.data());
+      v.affine(x.data(), n, C, mean.data(), scale.data(), shift.data(), yv.data());
       CHECK(mismatches(yv, rounded<T>(ys)) == 0);
 
       for (bool training : {true, false}) {
         INFO((training ? "training" : "evaluation") << " input gradient");
         bn::input_grad(gw.data(), training ? xw.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
                        k3.data(), ys.data());
-        bn::input_grad_v8(g.data(), training ? x.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
-                          k3.data(), yv.data());
+        v.input_grad(g.data(), training ? x.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(), k3.data(),
+                     yv.data(), nullptr);
         CHECK(mismatches(yv, rounded<T>(ys)) == 0);
       }
     }
@@ -134,26 +137,40 @@ void check_dtype(bool specials) {
 
 }  // namespace
 
-TEST_CASE("BatchNorm's F8 row kernels give the scalar row kernels' bits", "[batch_norm][bits]") {
-#ifdef HG_VEC8
+void check_forms(const bn::VecRows<float>* f, const bn::VecRows<half>* h, const bn::VecRows<bfloat16>* b) {
   for (bool specials : {false, true}) {
-    check_dtype<float>(specials);
-    check_dtype<half>(specials);
-    check_dtype<bfloat16>(specials);
+    check_dtype<float>(*f, specials);
+    check_dtype<half>(*h, specials);
+    check_dtype<bfloat16>(*b, specials);
   }
-#else
-  WARN("SKIPPED: this build has no AVX2/F16C, so BatchNorm runs only its scalar row kernels");
-#endif
 }
 
-TEST_CASE("BatchNorm takes the F8 row kernels only for f32/f16/bf16 with C a multiple of 8", "[batch_norm][bits]") {
-#ifdef HG_VEC8
-  CHECK(bn::use_v8<bfloat16>(8));
-  CHECK(bn::use_v8<float>(128));
-  CHECK_FALSE(bn::use_v8<half>(12));
-  CHECK_FALSE(bn::use_v8<float>(3));
-#endif
-  CHECK_FALSE(bn::use_v8<double>(8));
+TEST_CASE("BatchNorm's 8-lane row forms give the scalar row forms' bits", "[batch_norm][bits]") {
+  if (!bn::rows8<float>()) HG_SKIP("this build has no AVX2/F16C, so BatchNorm runs only its scalar row forms");
+  check_forms(bn::rows8<float>(), bn::rows8<half>(), bn::rows8<bfloat16>());
+}
+
+TEST_CASE("BatchNorm's 16-lane row forms give the scalar row forms' bits", "[batch_norm][bits][avx512]") {
+  if (!bn::rows16<float>()) HG_SKIP("this CPU (or HG_CPU_ISA) has no AVX-512 F/BW/VL/DQ: no 16-lane BatchNorm rows");
+  check_forms(bn::rows16<float>(), bn::rows16<half>(), bn::rows16<bfloat16>());
+}
+
+TEST_CASE("BatchNorm takes the widest row form whose lane count divides C", "[batch_norm][bits]") {
+  CHECK(bn::vec_rows<double>(16) == nullptr);
+  CHECK(bn::vec_rows<half>(12) == nullptr);
+  CHECK(bn::vec_rows<float>(3) == nullptr);
+  if (!bn::rows8<float>()) HG_SKIP("this build has no AVX2/F16C: only the scalar row forms");
+  CHECK(bn::vec_rows<bfloat16>(8) == bn::rows8<bfloat16>());
+  CHECK(bn::vec_rows<float>(24) == bn::rows8<float>());
+  {
+    hg::cpu::ForceIsa avx2(hg::cpu::Isa::avx2);
+    CHECK(bn::rows16<float>() == nullptr);
+    CHECK(bn::vec_rows<half>(32) == bn::rows8<half>());
+  }
+  if (!bn::rows16<float>()) HG_SKIP("this CPU (or HG_CPU_ISA) has no AVX-512: the 16-lane choice is not checked");
+  CHECK(bn::vec_rows<half>(32) == bn::rows16<half>());
+  CHECK(bn::vec_rows<bfloat16>(16) == bn::rows16<bfloat16>());
+  CHECK(bn::rows16<float>()->lanes == 16);
 }
 
 TEST_CASE("BatchNorm over C = 8 and C = 12 agrees with f64 in f32, f16 and bf16", "[batch_norm][bits]") {
