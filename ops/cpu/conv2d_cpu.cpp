@@ -231,8 +231,12 @@ bool amx_wgrad_wins(const Geometry& g) {
 //   partial step multiplies only its pairs): w16 64->64
 //   @16 forward 0.38 -> 0.24 ms, 32->32 @32 0.32 -> 0.22, 16->16 @64 0.40 -> 0.39, w8 the
 //   input gradient of 8->16 @32 0.21 -> 0.20; 24 lost (w8 8->8 @64 forward 0.44 -> 0.49);
-//   1x1 kernels lost to the f32 tiles (32->16 @64 forward 0.16 -> 0.26) and, from 64
-//   filters, to the engine's pair kernel (128->64 @16 forward 0.086 -> 0.098);
+// - 1x1 forward and input gradient from 8 filters and 8 channels: since the blocks run over
+//   output pixels (fourteenth session, same host) they beat the f32 tiles and the engine's
+//   pair kernel everywhere measured: w32 @128 64->32 @128 forward 2.6-2.9 -> 1.2 ms, input
+//   gradient 2.3-2.4 -> 1.4-1.5, 128->64 @64 1.49 -> 0.79 and 1.26 -> 0.91-0.99; w16 32->16
+//   @64 0.16 -> 0.09 and 0.15 -> 0.10; w8 16->8 @64 0.19 -> 0.13 and 0.15 -> 0.10 (the head's
+//   4 filters stay off: the forward's four lanes of sixteen);
 // - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
 //   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
@@ -246,6 +250,7 @@ bool amx_wgrad_wins(const Geometry& g) {
 bool dot_wins(const Geometry& g, AmxPass pass) {
   const bool fwd = pass == AmxPass::forward;
   const int64_t channels = fwd ? g.C : g.K, filters = fwd ? g.K : g.C, rows = fwd ? g.Q : g.W;
+  if (g.R == 1 && g.S == 1) return filters >= 8 && channels >= 8;  // no padded grid, no idle columns
   return g.S > 1 && rows >= 7 * (g.S - 1) && filters >= 8 && (filters >= 64 || g.S * channels >= 48);
 }
 bool dot_wgrad_wins(const Geometry& g) {

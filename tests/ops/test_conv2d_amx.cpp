@@ -348,6 +348,9 @@ TEST_CASE("conv2d on AMX tiles: the tile products on AVX512_BF16, within the f32
   // Rows of 8: a weight gradient step of 32 pixels crosses three row ends (the forward keeps the
   // padded grid below 13 pixels a row).
   shapes.push_back(sizes(2, 8, 8, 16, 32, 3, 3, 1, 1, 1));
+  // 1x1 with 8 channels and 24 filters: the forward's two groups (16 + 8) over output pixels, the
+  // input gradient's one group of 8 over the grid.
+  shapes.push_back(sizes(2, 6, 13, 8, 24, 1, 1, 0, 0, 1));
   all_passes_both_thread_counts<Dot, bfloat16>(shapes, 17);
   grouping_keeps_bits<Dot, bfloat16>(19);
   // Its sums kept in registers (conv_rows, wgrad_rows) give the bits of the same products one
