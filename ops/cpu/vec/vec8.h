@@ -107,15 +107,11 @@ inline F8 load8(const T* p) {
   return F8(x86::load8(p));
 }
 // For a value used only as an operand of +, -, * (the op quiets a NaN itself): see
-// x86::load8_operand.
+// x86::load8_operand. Both as F8's members.
 template <class T>
-inline F8 load8_operand(const T* p) {
-  return F8(x86::load8_operand(p));
-}
+inline F8 load8_operand(const T* p) { return F8::operand(p); }
 template <class T>
-inline void store8(T* p, F8 a) {
-  x86::store8(p, a.v);
-}
+inline void store8(T* p, F8 a) { F8::store(p, a); }
 
 #endif
 
