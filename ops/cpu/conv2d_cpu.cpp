@@ -235,8 +235,8 @@ bool amx_wgrad_wins(const Geometry& g) {
 //   output pixels (fourteenth session, same host) they beat the f32 tiles and the engine's
 //   pair kernel everywhere measured: w32 @128 64->32 @128 forward 2.6-2.9 -> 1.2 ms, input
 //   gradient 2.3-2.4 -> 1.4-1.5, 128->64 @64 1.49 -> 0.79 and 1.26 -> 0.91-0.99; w16 32->16
-//   @64 0.16 -> 0.09 and 0.15 -> 0.10; w8 16->8 @64 0.19 -> 0.13 and 0.15 -> 0.10 (the head's
-//   4 filters stay off: the forward's four lanes of sixteen);
+//   @64 0.16 -> 0.09 and 0.15 -> 0.10; w8 16->8 @64 0.19 -> 0.13 and 0.15 -> 0.10 (the head,
+//   4 filters forward and 4 channels backward, stays off);
 // - weight gradient from 16 input channels and 16 filters, 32 filters for 1x1 (w16 64->64
 //   @16 0.35 -> 0.25 ms, 16->16 @64 0.41 -> 0.35; 8 channels lost, w8 8->8 @64 0.61 -> 0.89;
 //   so did 8 filters, 16->8 @64 1.08 -> 1.37, and 1x1 32->16 @64, 0.14 -> 0.19), where most
