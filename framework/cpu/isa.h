@@ -12,6 +12,7 @@ struct Features {
   bool avx512_bf16 = false, avx512_fp16 = false;
   bool amx_tile = false, amx_bf16 = false;
   bool amx_granted = false;  // the kernel allowed this process to use AMX tile data
+  bool intel = false;        // cpuid vendor "GenuineIntel" (kernel tuning per core family)
 };
 
 // The kernel paths, each a superset of the one before: avx2 is the build's x86-64-v3

@@ -310,7 +310,7 @@ void forward_typed(const Tensor& xt, const Tensor& wt, const Tensor& bias, const
       const gemm::Output o{yt.data<T>() + grp * g.Kg, yt.dtype(), g.P, g.Q, g.P * g.Q * g.K, g.Q * g.K, g.K, 1};
       gemm::Epilogue<Acc> ep;
       ep.bias = bias.defined() ? b32.data() + grp * g.Kg : nullptr;
-      gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>());
+      gemm::run<Acc>(g.N * g.P * g.Q, g.Kg, g.RSCg, a, wrows, o, ep, -1, &gemm::kernel_for_values<T>(g.Kg));
     }
   });
 }
@@ -395,7 +395,7 @@ void tiling_dgrad(const Geometry& g, const T* gy, const T* w, const std::vector<
   for (int64_t r = 0; r < g.R; ++r) {
     const gemm::Matrix<T> b{w + r * cols, 1, g.R * cols};  // (column (s, c), filter)
     const gemm::Output o{gxt.data<T>() + r * row, gxt.dtype(), g.N * g.P, g.Q, 0, g.R * row, cols, 1};
-    gemm::run<Acc>(g.N * g.P * g.Q, cols, g.K, a, b, o, ep, -1, &gemm::kernel_for_values<T>());
+    gemm::run<Acc>(g.N * g.P * g.Q, cols, g.K, a, b, o, ep, -1, &gemm::kernel_for_values<T>(cols));
   }
 }
 
@@ -443,7 +443,7 @@ void dgrad_typed(const Tensor& gyt, const Tensor& wt, const Tensor& bias, const 
           // A phase no tap reaches gets a sum of nothing: zeros (plus the bias).
           gemm::Epilogue<Acc> ep;
           ep.bias = b32.empty() ? nullptr : b32.data() + grp * g.Cg;
-          gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>());
+          gemm::run<Acc>(g.N * I * J, g.Cg, taps, gyf, wcols, o, ep, -1, &gemm::kernel_for_values<T>(g.Cg));
         }
       }
   });

@@ -87,21 +87,22 @@ constexpr Operands operands_of() {
 // The kernel for operands whose values are all of type T, also where a source holds them
 // widened to f32 (a convolution's activations).
 template <class T>
-const Kernel<compute_t<T>>& kernel_for_values() {
+const Kernel<compute_t<T>>& kernel_for_values(int64_t n = 0) {
   if constexpr (std::is_same_v<T, double>)
     return kernel_for_f64();
   else
     return kernel_for(std::is_same_v<T, half>       ? Operands::f16
                       : std::is_same_v<T, bfloat16> ? Operands::bf16
-                                                    : Operands::f32);
+                                                    : Operands::f32,
+                      n);
 }
 
 template <class Acc, class SA, class SB>
-const Kernel<Acc>& default_kernel() {
+const Kernel<Acc>& default_kernel(int64_t n) {
   if constexpr (std::is_same_v<Acc, double>)
     return kernel_for_f64();
   else
-    return kernel_for(operands_of<SA, SB>());
+    return kernel_for(operands_of<SA, SB>(), n);
 }
 
 // Converts np packed f32 panels of r rows (stride r*kc) into the kernel's layout (stride
@@ -123,8 +124,8 @@ template <class Acc, class SA, class SB>
 void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output& out, const Epilogue<Acc>& ep,
          int threads = -1, const Kernel<Acc>* kernel = nullptr) {
   if (M <= 0 || N <= 0) return;
-  const Kernel<Acc>& kn = kernel ? *kernel : default_kernel<Acc, SA, SB>();
-  const int64_t MR = kn.mr, NR = kn.nr;
+  const Kernel<Acc>& kn = kernel ? *kernel : default_kernel<Acc, SA, SB>(N);
+  const int64_t MR = kn.mr, NR = kn.nr, KC = kn.kc > 0 ? std::min(kn.kc, gemm::KC) : gemm::KC;
   if (threads < 0) threads = threads_for(M, N, K);
   int64_t mb = ceil_div(M, MC), nb = ceil_div(N, NC);
   if (mb * nb < threads) {  // too few tiles: split the longer side further
@@ -192,7 +193,9 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
         for (int64_t i = 0; i < mp; ++i) {
           const Acc *a32 = pa + i * MR * kc, *b32 = pb + j * NR * kc;
           Acc* c = pc + i * MR * ldc + j * NR;
-          if (!native) {
+          if (kn.fn_cols) {
+            kn.fn_cols(kc, a32, b32, c, ldc, k0 == 0, std::min(NR, nn - j * NR));
+          } else if (!native) {
             kn.fn(kc, a32, b32, c, ldc, k0 == 0, half);
           } else if (oka[i] && okb[j] && !on_exact[i * np + j]) {
             kn.fn(kc, na + i * bytes_a, nbp + j * bytes_b, c, ldc, k0 == 0, half);

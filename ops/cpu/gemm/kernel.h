@@ -39,6 +39,13 @@ struct Kernel {
   // whatever else uses the unit on that thread between two products cannot break either.
   void (*begin)() = nullptr;
   void (*end)() = nullptr;
+  // K per packed block for this kernel (<= KC, engine.h): its B panel of kc x nr f32 and a few
+  // A panels share L1 (0: the engine's KC).
+  int64_t kc = 0;
+  // A kernel that computes any number of its 16-column vectors: `fn` with c's first `cols`
+  // (1..nr) columns live, ceil(cols / 16) vectors computed (the engine calls it instead of
+  // fn's half tiles; the B panel past `cols` is padding).
+  void (*fn_cols)(int64_t kc, const void* a, const void* b, Acc* c, int64_t ldc, bool first, int64_t cols) = nullptr;
 };
 
 // The portable tile: the same chain of fused multiply-adds as the AVX2 kernel, for any
@@ -50,6 +57,13 @@ void exact_tile(int64_t mr, int64_t nr, int64_t kc, const Acc* a, const Acc* b, 
 // The kernels this build has (each may be unrunnable on this CPU).
 const Kernel<float>& avx2_kernel();
 const Kernel<float>& avx512_kernel();
+// 8x48 in K blocks of 128 (a 24 KiB B panel): on Intel cores the faster f32 tile where a
+// product has enough columns (wide_tile_pays).
+const Kernel<float>& avx512_wide_kernel();
+// Whether the 8x48 tile replaces the 14x32 one for a product of n columns on this CPU: an
+// Intel core (measured on Ice Lake, 2026-12-07: 8-15% faster from 128 columns, slower at 64,
+// where a quarter of the work falls on a one-vector remainder) and n >= 96.
+bool wide_tile_pays(int64_t n);
 const Kernel<float>& avx512_bf16_kernel();  // vdpbf16ps on bf16 pairs (AVX512_BF16)
 // Multiply-adds per second of vdpbf16ps over those of the AVX-512 f32 FMA on this core,
 // measured on the first call (about 5 ms) and remembered for the process (call only where
@@ -67,9 +81,10 @@ const Kernel<float>& amx_bf16_kernel();
 const Kernel<float>& amx_f16_kernel();
 const Kernel<double>& f64_kernel();
 
-// The kernel for these operands on the current path (isa()); a path that failed its
-// self-check falls back to the AVX2 kernel, with one warning on stderr per process.
-const Kernel<float>& kernel_for(Operands ops);
+// The kernel for these operands on the current path (isa()) and a product of n columns (0:
+// not known); a kernel that failed its self-check falls back to the AVX2 kernel, with one
+// warning on stderr per process.
+const Kernel<float>& kernel_for(Operands ops, int64_t n = 0);
 inline const Kernel<double>& kernel_for_f64() { return f64_kernel(); }
 
 // Runs a kernel on a small product (odd M, N, K; f16 overflow to inf; subnormals) and

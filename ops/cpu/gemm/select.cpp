@@ -17,8 +17,9 @@ namespace hg::cpu::gemm {
 namespace {
 
 std::atomic<const Kernel<float>*> g_override[3];
-// The last verdict per operand format, read without the lock: candidate -> kernel to use.
-std::atomic<const Kernel<float>*> g_last_candidate[3], g_last_use[3];
+// The last verdict per operand format and tile width (14x32 or 8x48), read without the lock:
+// candidate -> kernel to use.
+std::atomic<const Kernel<float>*> g_last_candidate[6], g_last_use[6];
 std::atomic<int> g_failures{0};
 
 // First-use verdicts: kernel -> passed. Few kernels exist, so a short list.
@@ -121,10 +122,17 @@ bool self_check(const Kernel<float>& k, Operands ops) {
 
 int self_check_failures() { return g_failures.load(); }
 
-const Kernel<float>& kernel_for(Operands ops) {
-  const Kernel<float>& k = candidate(ops);
+bool wide_tile_pays(int64_t n) {
+  static const bool intel = features().intel;
+  return intel && n >= 96;
+}
+
+const Kernel<float>& kernel_for(Operands ops, int64_t n) {
+  const Kernel<float>* cand = &candidate(ops);
+  if (cand == &avx512_kernel() && wide_tile_pays(n)) cand = &avx512_wide_kernel();
+  const Kernel<float>& k = *cand;
   if (&k == &avx2_kernel()) return k;
-  const int slot = static_cast<int>(ops);
+  const int slot = 2 * static_cast<int>(ops) + (&k == &avx512_wide_kernel() ? 1 : 0);
   if (g_last_candidate[slot].load(std::memory_order_acquire) == &k) return *g_last_use[slot].load();
   std::lock_guard<std::mutex> lock(g_mutex);
   bool known = false, ok = false;
@@ -207,13 +215,13 @@ const OuterKernel<float>& outer_kernel_for(int64_t M, int64_t N) {
 OverrideKernel::OverrideKernel(Operands ops, const Kernel<float>& k) : ops_(ops) {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::erase_if(g_verdicts, [&](const Verdict& v) { return v.k == &k; });
-  g_last_candidate[static_cast<int>(ops)].store(nullptr);
+  for (int w = 0; w < 2; ++w) g_last_candidate[2 * static_cast<int>(ops) + w].store(nullptr);
   g_override[static_cast<int>(ops)].store(&k);
 }
 
 OverrideKernel::~OverrideKernel() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_last_candidate[static_cast<int>(ops_)].store(nullptr);
+  for (int w = 0; w < 2; ++w) g_last_candidate[2 * static_cast<int>(ops_) + w].store(nullptr);
   g_override[static_cast<int>(ops_)].store(nullptr);
 }
 

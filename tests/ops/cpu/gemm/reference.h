@@ -85,9 +85,11 @@ void check_shapes(const gemm::Kernel<float>& k) {
     int64_t M, N, K;
   };
   uint64_t seed = 40;
-  // Around each kernel's tile (6x16, 14x32, 32x32) and the blocks (KC 256, MC 144, NC 512).
+  // Around each kernel's tile (6x16, 14x32, 8x48, 32x32) and the blocks (KC 256 or the
+  // kernel's 128, MC 144, NC 512); N 64, 80 and 97 leave the 8x48 tile 16, 32 and 1 columns.
   for (const Shape3& s : {Shape3{1, 1, 1}, Shape3{7, 5, 3}, Shape3{15, 33, 31}, Shape3{32, 32, 32}, Shape3{29, 47, 300},
-                          Shape3{150, 65, 257}, Shape3{5, 530, 20}})
+                          Shape3{150, 65, 257}, Shape3{5, 530, 20}, Shape3{9, 64, 129}, Shape3{17, 80, 128},
+                          Shape3{8, 97, 385}})
     for (bool rows : {true, false}) {
       INFO(k.name << ": M " << s.M << " N " << s.N << " K " << s.K << " row-major " << rows);
       seed += 2;
