@@ -241,6 +241,7 @@ void kernel_path_rows(double peak_avx2, double peak_avx512) {
                 peak_amx / peak_avx512);
   for (const Path& p : {Path{gemm::avx2_kernel(), f32, cpu::Isa::avx2, "AVX2+FMA", peak_avx2},
                         Path{gemm::avx512_kernel(), f32, cpu::Isa::avx512, "AVX-512", peak_avx512},
+                        Path{gemm::avx512_wide_kernel(), f32, cpu::Isa::avx512, "AVX-512", peak_avx512},
                         Path{gemm::avx512_bf16_kernel(), bf16, cpu::Isa::avx512, "AVX512_BF16", peak_avx512,
                              cpu::features().avx512_bf16},
                         Path{gemm::amx_bf16_kernel(), bf16, cpu::Isa::amx, "AMX-BF16", peak_avx512},
