@@ -36,7 +36,8 @@ bool request_amx_permission() {
 Features detect() {
   Features f;
   unsigned a, b, c, d;
-  if (__get_cpuid(0, &a, &b, &c, &d)) f.intel = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "GenuineIntel"
+  // The vendor string "GenuineIntel" in ebx, edx, ecx.
+  if (__get_cpuid(0, &a, &b, &c, &d)) f.intel = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
   if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return f;
   const bool osxsave = bit(c, 27);
   f.fma = bit(c, 12);
