@@ -481,9 +481,15 @@ void sum_chunks(const Acc* part, int64_t chunks, int64_t wsize, const Tensor& gw
 // GFLOP/s; the first layer 1->16: 14 -> 90). On an AVX-512 Xeon (model 207, 2 threads, best
 // of 2): 32 filters 1.1-1.6x (3x3 16->32 @16 165 -> 255 GFLOP/s), 64 filters 1.0-1.3x (1x1
 // 128->64 @8 195 -> 258); 128 filters at 4x4 lost 2-3x (one chunk), so they stay outer.
+// The tiles read f32 copies of the whole image and gy: for f16/bf16 where each value is read
+// once (1x1, 2x2 stride 2) and 32+ filters, the outer-product driver, which widens inside
+// its packing, wins (Ice Lake, w32 bf16, 2 threads: 1x1 64->32 @128 8.5 -> 5.0 ms, 128->64
+// @64 5.4 -> 3.7, 2x2s2 32->64 @128 5.5 -> 3.7); fewer filters stay direct.
+template <class T>
 bool direct_wgrad_fits(const Geometry& g, int64_t chunks, int threads) {
   const bool tiles = g.K <= 8 || g.K == 16 || (g.K <= 64 && chunks >= threads && direct::wgrad_tiles_for(g.K));
-  return g.G == 1 && tiles && (g.dw == 1 || g.S == 1);
+  const bool copies_pay = std::is_same_v<T, float> || field_reads(g) > 1 || g.K < 32;
+  return g.G == 1 && tiles && copies_pay && (g.dw == 1 || g.S == 1);
 }
 
 // Whether the weight gradient goes to the matrix unit (wgrad_on_unit). Measured on a Xeon with
@@ -564,12 +570,8 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       });
       return sum_chunks(part, chunks, wsize, gwt);
     }
-  // The direct tiles read f32 copies of the whole image and gy. For f16/bf16 where each value
-  // is read once (1x1, 2x2 stride 2) and 32+ filters, the outer-product driver below widens
-  // them inside its packing instead: Ice Lake, w32 bf16, 2 threads: 1x1 64->32 @128 8.5 ->
-  // 5.0 ms, 128->64 @64 5.4 -> 3.7, 2x2s2 32->64 @128 5.5 -> 3.7 (fewer filters stay direct).
   if constexpr (std::is_same_v<Acc, float>)
-    if (direct_wgrad_fits(g, chunks, threads) && (std::is_same_v<T, float> || field_reads(g) > 1 || g.K < 32)) {
+    if (direct_wgrad_fits<T>(g, chunks, threads)) {
       const float* gy = activation<T>(gyt, 1);
       thread_local direct::Padded img;
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);

@@ -125,7 +125,7 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
          int threads = -1, const Kernel<Acc>* kernel = nullptr) {
   if (M <= 0 || N <= 0) return;
   const Kernel<Acc>& kn = kernel ? *kernel : default_kernel<Acc, SA, SB>(N);
-  const int64_t MR = kn.mr, NR = kn.nr, KC = kn.kc > 0 ? std::min(kn.kc, gemm::KC) : gemm::KC;
+  const int64_t MR = kn.mr, NR = kn.nr, KB = kn.kc > 0 ? std::min(kn.kc, KC) : KC;  // K per block
   if (threads < 0) threads = threads_for(M, N, K);
   int64_t mb = ceil_div(M, MC), nb = ceil_div(N, NC);
   if (mb * nb < threads) {  // too few tiles: split the longer side further
@@ -136,10 +136,10 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
   }
   const int64_t mc = ceil_div(ceil_div(M, mb), MR) * MR, nc = ceil_div(ceil_div(N, nb), NR) * NR;
   mb = ceil_div(M, mc), nb = ceil_div(N, nc);
-  const int64_t tiles = mb * nb, kblocks = ceil_div(K, KC), block_b = ceil_div(nc, NR) * NR * KC;
+  const int64_t tiles = mb * nb, kblocks = ceil_div(K, KB), block_b = ceil_div(nc, NR) * NR * KB;
   const int nt = static_cast<int>(std::min<int64_t>(threads, tiles));
   const bool native = kn.repack_a != nullptr;
-  const int64_t bytes_a = native ? kn.panel_bytes(KC, MR) : 0, bytes_b = native ? kn.panel_bytes(KC, NR) : 0;
+  const int64_t bytes_a = native ? kn.panel_bytes(KB, MR) : 0, bytes_b = native ? kn.panel_bytes(KB, NR) : 0;
   const int64_t panels_b = ceil_div(nc, NR);  // B panels per block
   // When several row tiles would pack the same B blocks, B is packed once up front (all of
   // it, bounded to ~16 MiB) and shared; else each tile packs its own.
@@ -150,8 +150,8 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
   char* sok = shared && native ? grown(main_ws.shared_ok_b, nb * kblocks * panels_b) : nullptr;
   if (shared) {
     parallel_dynamic(nt, nb * kblocks, [&](int64_t i) {
-      const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KC, nn = std::min(nc, N - n0);
-      const int64_t kc = std::min(KC, K - k0);
+      const int64_t n0 = (i / kblocks) * nc, k0 = (i % kblocks) * KB, nn = std::min(nc, N - n0);
+      const int64_t kc = std::min(KB, K - k0);
       b.pack(sb + i * block_b, n0, nn, k0, kc, NR);
       if (native)
         repack_panels(kn.repack_b, sb + i * block_b, ceil_div(nn, NR), NR, kc, snb + i * panels_b * bytes_b, bytes_b,
@@ -163,8 +163,8 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     const int64_t mn = std::min(mc, M - m0), nn = std::min(nc, N - n0);
     const int64_t mp = ceil_div(mn, MR), np = ceil_div(nn, NR), ldc = np * NR;
     Workspace<Acc>& ws = Workspace<Acc>::mine();
-    Acc* pa = grown(ws.a, mp * MR * KC);
-    Acc* pb = shared ? nullptr : grown(ws.b, np * NR * KC);
+    Acc* pa = grown(ws.a, mp * MR * KB);
+    Acc* pb = shared ? nullptr : grown(ws.b, np * NR * KB);
     Acc* pc = grown(ws.c, mp * MR * ldc);
     unsigned char* na = native ? grown(ws.native_a, mp * bytes_a) : nullptr;
     unsigned char* nbp = native && !shared ? grown(ws.native_b, np * bytes_b) : nullptr;
@@ -176,10 +176,10 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
     if (native) std::fill_n(on_exact, mp * np, char(0));
     if (kn.begin) kn.begin();
     if (K == 0) std::fill_n(pc, mp * MR * ldc, Acc(0));
-    for (int64_t k0 = 0; k0 < K; k0 += KC) {
-      const int64_t kc = std::min(KC, K - k0);
+    for (int64_t k0 = 0; k0 < K; k0 += KB) {
+      const int64_t kc = std::min(KB, K - k0);
       if (shared) {
-        const int64_t block = (t % nb) * kblocks + k0 / KC;
+        const int64_t block = (t % nb) * kblocks + k0 / KB;
         pb = sb + block * block_b;
         if (native) nbp = snb + block * panels_b * bytes_b, okb = sok + block * panels_b;
       } else {
@@ -193,10 +193,11 @@ void run(int64_t M, int64_t N, int64_t K, const SA& a, const SB& b, const Output
         for (int64_t i = 0; i < mp; ++i) {
           const Acc *a32 = pa + i * MR * kc, *b32 = pb + j * NR * kc;
           Acc* c = pc + i * MR * ldc + j * NR;
-          if (kn.fn_cols) {
-            kn.fn_cols(kc, a32, b32, c, ldc, k0 == 0, std::min(NR, nn - j * NR));
-          } else if (!native) {
-            kn.fn(kc, a32, b32, c, ldc, k0 == 0, half);
+          if (!native) {
+            if (kn.fn_cols)
+              kn.fn_cols(kc, a32, b32, c, ldc, k0 == 0, std::min(NR, nn - j * NR));
+            else
+              kn.fn(kc, a32, b32, c, ldc, k0 == 0, half);
           } else if (oka[i] && okb[j] && !on_exact[i * np + j]) {
             kn.fn(kc, na + i * bytes_a, nbp + j * bytes_b, c, ldc, k0 == 0, half);
           } else {
