@@ -69,9 +69,39 @@ StridedOperands<N> operands(const std::array<const Tensor*, N>& ts) {
   return o;
 }
 
+// The kernel of a run of rows, called through a pointer: the loop below is compiled once per
+// operand count, not once per op and dtype (elementwise_cpu.cpp and copy_cpu.cpp instantiated
+// it ~400 times, most of their compile time). A call covers up to a whole run of the
+// second-innermost dimension (`rows` rows, operand k's pointer moving by row_step[k] bytes
+// from one to the next), so short rows (a bias of 8 channels added over N*H*W pixels) do not
+// pay an indirect call each.
+template <size_t N>
+using RowsKernel = void (*)(const void* ctx, int64_t rows, std::array<int64_t, N> row_step, int64_t n,
+                            std::array<char*, N> p, std::array<int64_t, N> s);
+
+template <size_t N>
+void for_each_strided_rows(const Shape& shape, const StridedOperands<N>& ops, RowsKernel<N> kernel, const void* ctx,
+                           int64_t grain);
+
 // inner(n, ptrs, strides): process n elements starting at ptrs, stepping by strides bytes.
 template <size_t N, class Inner>
-void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_t grain = 32768) {
+void for_each_strided(const Shape& shape, const StridedOperands<N>& ops, const Inner& inner, int64_t grain = 32768) {
+  for_each_strided_rows<N>(
+      shape, ops,
+      [](const void* ctx, int64_t rows, std::array<int64_t, N> row_step, int64_t n, std::array<char*, N> p,
+         std::array<int64_t, N> s) {
+        const Inner& f = *static_cast<const Inner*>(ctx);
+        for (int64_t r = 0; r < rows; ++r) {
+          f(n, p, s);
+          for (size_t k = 0; k < N; ++k) p[k] += row_step[k];
+        }
+      },
+      &inner, grain);
+}
+
+template <size_t N>
+void for_each_strided_rows(const Shape& shape, const StridedOperands<N>& ops, RowsKernel<N> kernel, const void* ctx,
+                           int64_t grain) {
   // Drop size-1 dimensions and merge a dimension into the next when every operand
   // steps through them as one.
   Shape sh;
@@ -115,9 +145,20 @@ void for_each_strided(Shape shape, StridedOperands<N> ops, Inner&& inner, int64_
       p[k] = ops.ptr[k] + lo * inner_st[k];
       for (int64_t d = 0; d < nd - 1; ++d) p[k] += idx[d] * st[k][d];
     }
-    for (int64_t row = r0; row < r1; ++row) {
-      inner(hi - lo, p, inner_st);
-      for (int64_t d = nd - 2; d >= 0; --d) {
+    std::array<int64_t, N> row_step{};
+    if (nd >= 2)
+      for (size_t k = 0; k < N; ++k) row_step[k] = st[k][nd - 2];
+    for (int64_t row = r0; row < r1;) {
+      // The rows left before dimension nd-2 wraps (and an outer index carries).
+      const int64_t run = nd >= 2 ? std::min(r1 - row, sh[nd - 2] - idx[nd - 2]) : r1 - row;
+      kernel(ctx, run, row_step, hi - lo, p, inner_st);
+      row += run;
+      if (nd < 2) break;
+      for (size_t k = 0; k < N; ++k) p[k] += run * row_step[k];
+      if ((idx[nd - 2] += run) < sh[nd - 2]) continue;
+      for (size_t k = 0; k < N; ++k) p[k] -= row_step[k] * sh[nd - 2];
+      idx[nd - 2] = 0;
+      for (int64_t d = nd - 3; d >= 0; --d) {
         for (size_t k = 0; k < N; ++k) p[k] += st[k][d];
         if (++idx[d] < sh[d]) break;
         for (size_t k = 0; k < N; ++k) p[k] -= st[k][d] * sh[d];

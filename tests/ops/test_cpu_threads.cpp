@@ -66,6 +66,36 @@ TEST_CASE("elementwise ops, casts and pooling give the same bits with 1 and 2 th
   }
 }
 
+// ops/cpu/loops.h hands its kernels runs of rows along the second-innermost dimension; a run
+// ends where that dimension wraps and an outer index carries, and a thread's share may start
+// in the middle of one. Every element must be visited once, with each operand's own strides.
+TEST_CASE("the strided loop visits every element once across wrapping rows, broadcasts and thread splits", "[cpu][threads]") {
+  for (int threads : {1, 2}) {
+    Threads t(threads);
+    // 1,890 elements (one thread's serial loop) and 43,758 (split by rows between threads).
+    for (Shape s : {Shape{5, 7, 9, 6}, Shape{13, 17, 33, 6}}) {
+      INFO("threads " << threads << ", shape [" << s[0] << ", " << s[1] << ", " << s[2] << ", " << s[3] << "]");
+      // a's dimensions 1 and 2 swapped (a view no dimension of which merges with the next);
+      // b broadcast over dimensions 0 and 2.
+      const int64_t n = s[0] * s[1] * s[2] * s[3];
+      Tensor a_data = arange(0, static_cast<double>(n), 1, {f64}).reshape({s[0], s[2], s[1], s[3]});
+      Tensor a = a_data.permute({0, 2, 1, 3});
+      Tensor b = arange(0, static_cast<double>(s[1] * s[3]), 1, {f64}).reshape({s[1], 1, s[3]}) * 1e6;
+      Tensor out = (a + b).contiguous();
+      const double* o = out.data<double>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < s[0]; ++i)
+        for (int64_t j = 0; j < s[1]; ++j)
+          for (int64_t k = 0; k < s[2]; ++k)
+            for (int64_t l = 0; l < s[3]; ++l) {
+              const double want = static_cast<double>(((i * s[2] + k) * s[1] + j) * s[3] + l) + 1e6 * static_cast<double>(j * s[3] + l);
+              wrong += o[((i * s[1] + j) * s[2] + k) * s[3] + l] != want;
+            }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
 TEST_CASE("BatchNorm statistics, outputs and gradients give the same bits with 1 and 2 threads", "[cpu][threads]") {
   for (DType dt : {f32, f16, bf16}) {
     INFO(dtype_name(dt));
