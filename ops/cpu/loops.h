@@ -81,26 +81,6 @@ using RowsKernel = void (*)(const void* ctx, int64_t rows, std::array<int64_t, N
 
 template <size_t N>
 void for_each_strided_rows(const Shape& shape, const StridedOperands<N>& ops, RowsKernel<N> kernel, const void* ctx,
-                           int64_t grain);
-
-// inner(n, ptrs, strides): process n elements starting at ptrs, stepping by strides bytes.
-template <size_t N, class Inner>
-void for_each_strided(const Shape& shape, const StridedOperands<N>& ops, const Inner& inner, int64_t grain = 32768) {
-  for_each_strided_rows<N>(
-      shape, ops,
-      [](const void* ctx, int64_t rows, std::array<int64_t, N> row_step, int64_t n, std::array<char*, N> p,
-         std::array<int64_t, N> s) {
-        const Inner& f = *static_cast<const Inner*>(ctx);
-        for (int64_t r = 0; r < rows; ++r) {
-          f(n, p, s);
-          for (size_t k = 0; k < N; ++k) p[k] += row_step[k];
-        }
-      },
-      &inner, grain);
-}
-
-template <size_t N>
-void for_each_strided_rows(const Shape& shape, const StridedOperands<N>& ops, RowsKernel<N> kernel, const void* ctx,
                            int64_t grain) {
   // Drop size-1 dimensions and merge a dimension into the next when every operand
   // steps through them as one.
@@ -190,6 +170,22 @@ void for_each_strided_rows(const Shape& shape, const StridedOperands<N>& ops, Ro
     const int64_t k = c % pieces;
     if (cut(k) < cut(k + 1)) run_rows(c / pieces, c / pieces + 1, cut(k), cut(k + 1));
   });
+}
+
+// inner(n, ptrs, strides): process n elements starting at ptrs, stepping by strides bytes.
+template <size_t N, class Inner>
+void for_each_strided(const Shape& shape, const StridedOperands<N>& ops, const Inner& inner, int64_t grain = 32768) {
+  for_each_strided_rows<N>(
+      shape, ops,
+      [](const void* ctx, int64_t rows, std::array<int64_t, N> row_step, int64_t n, std::array<char*, N> p,
+         std::array<int64_t, N> s) {
+        const Inner& f = *static_cast<const Inner*>(ctx);
+        for (int64_t r = 0; r < rows; ++r) {
+          f(n, p, s);
+          for (size_t k = 0; k < N; ++k) p[k] += row_step[k];
+        }
+      },
+      &inner, grain);
 }
 
 // Runs f(begin, end) over [0, n) split across threads when n * cost_per_item is large.
