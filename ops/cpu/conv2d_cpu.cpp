@@ -115,6 +115,22 @@ bool direct_wins(int64_t filters) {
   return filters <= 8 || filters == 16 || (filters == 32 && direct::avx512_usable());
 }
 
+// Padded row hp of image n of x [N, H, W, C] (zero rows / columns `top` / `left` before the
+// image's, and as many after as make it Wp wide) into dst, widened exactly to f32.
+template <class T>
+void pad_row(float* dst, const T* x, int64_t n, int64_t hp, int64_t H, int64_t W, int64_t C, int64_t top,
+             int64_t left, int64_t Wp) {
+  const int64_t row = Wp * C, h = hp - top;
+  if (h < 0 || h >= H) {
+    std::fill_n(dst, row, 0.0f);
+    return;
+  }
+  const int64_t w_in = std::min(W, Wp - left);
+  std::fill_n(dst, left * C, 0.0f);
+  gemm::widen(x + (n * H + h) * W * C, dst + left * C, w_in * C);
+  std::fill(dst + (left + w_in) * C, dst + row, 0.0f);
+}
+
 // img = x [N, H, W, C] widened to f32 (exactly) with `top` / `left` zero rows / columns before
 // and as many after as make it Hp x Wp: one pass over x, whatever its dtype.
 // With `planar` (direct::planar_layout), the rows are written [C][Wp] instead: widened, then
@@ -123,6 +139,7 @@ template <class T>
 void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
               int64_t left, int64_t Hp, int64_t Wp, bool planar = false) {
   img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C, img.planar = planar && C > 1;
+  img.rows = nullptr;
   if constexpr (std::is_same_v<T, float>)
     if (top == 0 && left == 0 && Hp == H && Wp == W && !img.planar) {  // nothing to pad or widen: read x itself
       img.data = x;
@@ -134,23 +151,33 @@ void pad_into(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, 
   parallel_static(rows * row < (1 << 16) ? 1 : op_threads(), rows, [&](int64_t r) {
     float* dst = img.storage.data() + r * row;
     const int64_t n = r / Hp, h = r % Hp - top;
+    if (!img.planar) return pad_row(dst, x, n, r % Hp, H, W, C, top, left, Wp);
     if (h < 0 || h >= H) {
       std::fill_n(dst, row, 0.0f);
       return;
     }
     const int64_t w_in = std::min(W, Wp - left);
-    if (img.planar) {
-      for (int64_t c = 0; c < C; ++c) {
-        std::fill_n(dst + c * Wp, left, 0.0f);
-        std::fill(dst + c * Wp + left + w_in, dst + (c + 1) * Wp, 0.0f);
-      }
-      direct::transpose_pixels(x + (n * H + h) * W * C, w_in, C, dst + left, Wp);
-      return;
+    for (int64_t c = 0; c < C; ++c) {
+      std::fill_n(dst + c * Wp, left, 0.0f);
+      std::fill(dst + c * Wp + left + w_in, dst + (c + 1) * Wp, 0.0f);
     }
-    std::fill_n(dst, left * C, 0.0f);
-    gemm::widen(x + (n * H + h) * W * C, dst + left * C, w_in * C);
-    std::fill(dst + (left + w_in) * C, dst + row, 0.0f);
+    direct::transpose_pixels(x + (n * H + h) * W * C, w_in, C, dst + left, Wp);
   });
+}
+
+// The direct run's image (pixel-major, not planar) as pad_into would make it, but made a
+// block of rows at a time where direct::run needs them (direct::Padded::rows); f32 that
+// needs no padding is read in place. x must outlive the run.
+template <class T>
+void pad_by_rows(direct::Padded& img, const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t top,
+                 int64_t left, int64_t Hp, int64_t Wp) {
+  if constexpr (std::is_same_v<T, float>)
+    if (top == 0 && left == 0 && Hp == H && Wp == W) return pad_into(img, x, N, H, W, C, top, left, Hp, Wp);
+  img.N = N, img.Hp = Hp, img.Wp = Wp, img.C = C, img.planar = false;
+  img.data = nullptr;
+  img.rows = [=](int64_t n, int64_t hp, int64_t count, float* dst) {
+    for (int64_t i = 0; i < count; ++i) pad_row(dst + i * Wp * C, x, n, hp + i, H, W, C, top, left, Wp);
+  };
 }
 
 // A 1x1 convolution with few filters (conv2d_pointwise.h: a segmentation head), where its
@@ -170,7 +197,10 @@ void direct_forward(const Geometry& g, const T* x, const T* w, const float* bias
   thread_local direct::Padded img;
   const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
   const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) + (g.S - 1) * g.dw + 1);
-  pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp, direct::planar_layout(g.K, g.Q));
+  if (direct::planar_layout(g.K, g.Q))
+    pad_into(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp, true);
+  else
+    pad_by_rows(img, x, g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
   direct::Plan plan;
   plan.img = &img, plan.P = g.P, plan.Q = g.Q, plan.sh = g.sh;
   for (int64_t r = 0; r < g.R; ++r)  // the engine's tap order: (r, s, c)
@@ -353,7 +383,10 @@ void direct_dgrad(const Geometry& g, const T* gy, const T* w, const float* bias,
   thread_local direct::Padded img;
   const int64_t top = (g.R - 1) * g.dh - g.ph, left = (g.S - 1) * g.dw - g.pw;
   const int64_t Hp = g.H + (g.R - 1) * g.dh, Wp = g.W + (g.S - 1) * g.dw;
-  pad_into(img, gy, g.N, g.P, g.Q, g.K, top, left, Hp, Wp, direct::planar_layout(g.C, g.W));
+  if (direct::planar_layout(g.C, g.W))
+    pad_into(img, gy, g.N, g.P, g.Q, g.K, top, left, Hp, Wp, true);
+  else
+    pad_by_rows(img, gy, g.N, g.P, g.Q, g.K, top, left, Hp, Wp);
   direct::Plan plan;
   plan.img = &img, plan.P = g.H, plan.Q = g.W, plan.sh = 1;
   std::vector<float> wt(static_cast<size_t>(g.C * g.R * g.S * g.K));  // [c][(r, s', k)], s' = S-1-s
@@ -576,7 +609,7 @@ void wgrad_typed(const Tensor& gyt, const Tensor& xt, const Tensor& gwt, const C
       thread_local direct::Padded img;
       const int64_t Hp = std::max(g.H + g.ph, (g.P - 1) * g.sh + (g.R - 1) * g.dh + 1);
       const int64_t Wp = std::max(g.W + g.pw, (g.Q - 1) * g.sw + g.S);
-      pad_into(img, xt.data<T>(), g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
+      pad_by_rows(img, xt.data<T>(), g.N, g.H, g.W, g.C, g.ph, g.pw, Hp, Wp);
       // Fewer than 8 filters (a segmentation head's classes): gy padded to 8 with zeros, so a
       // tile's vector load stays inside it; only the real filters' sums are stored.
       thread_local std::vector<float> gy8;

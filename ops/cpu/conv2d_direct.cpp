@@ -245,7 +245,33 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
   const int64_t block = zmm ? 16 * vectors : F, tile_taps = zmm ? avx512::kMaxTaps / vectors : F == 8 ? 12 : 6;
   HG_CHECK(zmm || F == 8 || F == 16, "direct weight gradient: ", F,
            " filters per tile (8 or 16; multiples of 16 on AVX-512) (internal error)");
-  const int64_t xs = plan.sw * img.C, row_step = plan.sh * img.Wp * img.C;
+  const int64_t xs = plan.sw * img.C, row_step = plan.sh * img.Wp * img.C, row_floats = img.Wp * img.C;
+  // Padded row hp of image n: in img.data, or (rows made on demand) in this chunk's buffer,
+  // which holds, image after image, the padded rows [lo, hi) that the chunk's pixels reach.
+  thread_local std::vector<float> buf;
+  thread_local std::vector<int64_t> first_row;  // per image of the chunk: its buffer row minus its lo
+  const int64_t n0 = m0 / PQ;
+  if (!img.data && len > 0) {
+    const int64_t n1 = (m0 + len - 1) / PQ;
+    first_row.assign(static_cast<size_t>(n1 - n0 + 1), 0);
+    for (int pass = 0; pass < 2; ++pass) {  // sizes, then the rows
+      int64_t at = 0;
+      for (int64_t n = n0; n <= n1; ++n) {
+        const int64_t a = std::max(m0, n * PQ) - n * PQ, b = std::min(m0 + len, (n + 1) * PQ) - n * PQ;
+        const int64_t lo = a / plan.Q * plan.sh, hi = (b - 1) / plan.Q * plan.sh + (plan.R - 1) * plan.dh + 1;
+        if (pass == 1) {
+          img.rows(n, lo, hi - lo, buf.data() + at * row_floats);
+          first_row[static_cast<size_t>(n - n0)] = at - lo;
+        }
+        at += hi - lo;
+      }
+      if (pass == 0 && static_cast<int64_t>(buf.size()) < at * row_floats) buf.resize(static_cast<size_t>(at * row_floats));
+    }
+  }
+  auto row_at = [&](int64_t n, int64_t hp) {
+    return img.data ? img.data + (n * img.Hp + hp) * row_floats
+                    : buf.data() + (first_row[static_cast<size_t>(n - n0)] + hp) * row_floats;
+  };
   alignas(64) float acc[avx512::kMaxTaps * 16];
   for (int64_t f0 = 0; f0 < F; f0 += block)
     for (int64_t r = 0; r < plan.R; ++r)
@@ -256,7 +282,7 @@ void wgrad_chunk(const WgradPlan& plan, int64_t m0, int64_t len, float* gw) {
         bool first = true;
         for (int64_t m = m0; m < m0 + len;) {
           const int64_t n = m / PQ, p = (m / plan.Q) % plan.P, q = m % plan.Q, run = std::min(plan.Q - q, m0 + len - m);
-          const float* x = img.data + ((n * img.Hp + p * plan.sh + r * plan.dh) * img.Wp + q * plan.sw) * img.C + j0;
+          const float* x = row_at(n, p * plan.sh + r * plan.dh) + q * plan.sw * img.C + j0;
           const float* g = plan.gy + m * plan.gy_stride + f0;
           if (zmm) {
             const int64_t rows = q == 0 ? std::max<int64_t>(1, std::min(plan.P - p, (m0 + len - m) / plan.Q)) : 1;
@@ -387,6 +413,7 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
   const int64_t sizes = zmm ? avx512::max_pixels(vectors) / step : 3;
   HG_CHECK(plan.Q >= step, "direct convolution: rows of ", plan.Q, " output pixels; its tiles need at least ", step,
            " (internal error)");
+  HG_CHECK(img.data || img.rows, "direct convolution: an image with neither data nor rows (internal error)");
   TileFn fns[avx512::kMaxPixels] = {};
   for (int64_t i = 0; i < sizes; ++i)
     fns[i] = zmm ? avx512::tile(vectors, (i + 1) * step, img.C)
@@ -394,9 +421,8 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
              : i == 1 ? (wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C))
                       : (wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C));
   const int threads = rows * plan.Q * plan.F * T < (int64_t{1} << 18) ? 1 : op_threads();
-  parallel_static(threads, rows, [&](int64_t row) {
-    const int64_t n = row / plan.P, p = row % plan.P;
-    const float* base = img.data + (n * img.Hp + p * plan.sh) * img.Wp * img.C;
+  // Output row `row` (image n = row / P, row p), its padded input rows from p * sh at base.
+  auto output_row = [&](int64_t row, const float* base) {
     alignas(64) float c[avx512::kMaxPixels * 16];
     // No tile is longer than the row (Q >= 4 >= step): a tile reads only its row's pixels.
     const int64_t longest = std::min(sizes, plan.Q / step) * step;
@@ -424,6 +450,33 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
         }
       }
     }
+  };
+  const int64_t row_floats = img.Wp * img.C;
+  if (img.data) {
+    parallel_static(threads, rows, [&](int64_t row) {
+      const int64_t n = row / plan.P, p = row % plan.P;
+      output_row(row, img.data + (n * img.Hp + p * plan.sh) * row_floats);
+    });
+    return;
+  }
+  // Padded rows made per block of output rows: `span` rows under each output row (its taps'
+  // reach), blocks of up to `rows_per_block` output rows whose input fits kBlockBytes (within
+  // a core's L2 beside the weights), and at least four blocks per thread where rows allow.
+  constexpr int64_t kBlockBytes = int64_t{384} << 10;
+  const int64_t span = *std::max_element(plan.offsets.begin(), plan.offsets.end()) / row_floats + 1;
+  const int64_t fit = kBlockBytes / (row_floats * static_cast<int64_t>(sizeof(float)));
+  int64_t rows_per_block = std::clamp<int64_t>((fit - span) / plan.sh + 1, 1, plan.P);
+  while (rows_per_block > 1 && img.N * ((plan.P + rows_per_block - 1) / rows_per_block) < 4 * threads)
+    rows_per_block = (rows_per_block + 1) / 2;
+  const int64_t per_image = (plan.P + rows_per_block - 1) / rows_per_block;
+  parallel_static(threads, img.N * per_image, [&](int64_t blk) {
+    const int64_t n = blk / per_image, p0 = blk % per_image * rows_per_block;
+    const int64_t p1 = std::min(plan.P, p0 + rows_per_block), first = p0 * plan.sh;
+    const int64_t count = (p1 - 1) * plan.sh + span - first;
+    thread_local std::vector<float> buf;
+    if (static_cast<int64_t>(buf.size()) < count * row_floats) buf.resize(static_cast<size_t>(count * row_floats));
+    img.rows(n, first, count, buf.data());
+    for (int64_t p = p0; p < p1; ++p) output_row(n * plan.P + p, buf.data() + (p * plan.sh - first) * row_floats);
   });
 }
 

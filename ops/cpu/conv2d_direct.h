@@ -3,12 +3,14 @@
 // into a panel and use each copied value for only 8-16 filters, so packing, not
 // arithmetic, sets its speed there. Here a register tile of 12 neighbouring output pixels
 // by 8 filters (or 6 by 16) reads its inputs straight from a zero-padded copy of the image
-// (the pixels' taps lie C values apart), and each output's sum is the same chain of fused
+// (the pixels' taps lie C values apart; made a block of rows at a time, in cache, see
+// Padded), and each output's sum is the same chain of fused
 // multiply-adds over the taps in the same order as the engine's: results equal it bit for
 // bit. Used by the forward and, as the convolution of the output gradient with the
 // flipped filters, by the stride-1 input gradient.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ops/cpu/gemm/engine.h"
@@ -23,11 +25,16 @@ constexpr int64_t kPixels = 12, kFilters = 8;
 // is inside it: [N, Hp, Wp, C] at `data` (the storage below, or the tensor itself when it is
 // f32 and needs no padding), or with `planar` [N, Hp, C, Wp] (each channel's row contiguous:
 // what a run of one or two filters reads, see planar_layout).
+// Or, with `data` null, made a block of rows at a time as run() needs them: rows(n, hp,
+// count, dst) writes padded rows [hp, hp + count) of image n to dst ([count][Wp][C]). A
+// block of output rows then reads its input from a buffer that stays in cache, and no padded
+// copy of the whole image is written to memory and read back.
 struct Padded {
   std::vector<float> storage;
   const float* data = nullptr;
   int64_t N = 0, Hp = 0, Wp = 0, C = 0;
   bool planar = false;
+  std::function<void(int64_t n, int64_t hp, int64_t count, float* dst)> rows;
 };
 
 // Whether run() computes `filters` filters over rows of Q output pixels with pixels in lanes
