@@ -83,7 +83,7 @@ Tensor batch_norm_op(const Tensor& x0, const Tensor& weight, const Tensor& bias,
   const Device dev = x0.device();
   const Tensor x = x0.contiguous();
   const Tensor x2 = x.detach().view({M, C});
-  const Tensor w = as_stat(weight, S);
+  const Tensor w = as_stat(weight, S), b = as_stat(bias, S);
   Tensor mean, invstd;
   Tensor y = empty(xshape, {x.dtype(), dev});
   {
@@ -103,15 +103,14 @@ Tensor batch_norm_op(const Tensor& x0, const Tensor& weight, const Tensor& bias,
       invstd = rsqrt(running_var.detach().to(S) + eps);
     }
     if (y.numel() > 0)
-      (relu ? batch_norm_relu_forward_stub : batch_norm_forward_stub)(dev, x2, mean, invstd, w, as_stat(bias, S),
-                                                                      y.view({M, C}));
+      (relu ? batch_norm_relu_forward_stub : batch_norm_forward_stub)(dev, x2, mean, invstd, w, b, y.view({M, C}));
   }
 
   const DType wdt = weight.defined() ? weight.dtype() : S, bdt = bias.defined() ? bias.dtype() : S;
-  // relu's output, for its backward's mask (the next layer keeps it anyway: no extra memory).
-  SavedTensor y_saved = relu ? SavedTensor::output(y) : SavedTensor();
+  // The bias, for relu's mask: the backward recomputes relu's output from x.
+  SavedTensor b_saved = relu ? SavedTensor::input(b, 2) : SavedTensor();
   autograd::record(relu ? "batch_norm_relu" : "batch_norm", {x, weight, bias}, y,
-                   [x_saved = SavedTensor::input(x2, 0), w_saved = SavedTensor::input(w, 1), y_saved, mean, invstd,
+                   [x_saved = SavedTensor::input(x2, 0), w_saved = SavedTensor::input(w, 1), b_saved, mean, invstd,
                     training, relu, xshape, wdt, bdt](const Tensor& g) {
     const Tensor &x2 = x_saved.unpack(), &w = w_saved.unpack();
     const int64_t M = x2.size(0), C = x2.size(1);
@@ -119,8 +118,8 @@ Tensor batch_norm_op(const Tensor& x0, const Tensor& weight, const Tensor& bias,
     Tensor gx = autograd::needs_input_grad(0) ? empty({M, C}, {x2.dtype(), x2.device()}) : Tensor();
     Tensor sum_gy = zeros({C}, {mean.dtype(), x2.device()}), sum_gy_xhat = zeros({C}, {mean.dtype(), x2.device()});
     if (M * C > 0 && relu)
-      batch_norm_relu_backward_stub(x2.device(), gy, y_saved.unpack().contiguous().view({M, C}), x2, mean, invstd, w,
-                                    training, gx, sum_gy, sum_gy_xhat);
+      batch_norm_relu_backward_stub(x2.device(), gy, x2, mean, invstd, w, b_saved.unpack(), training, gx, sum_gy,
+                                    sum_gy_xhat);
     else if (M * C > 0)
       batch_norm_backward_stub(x2.device(), gy, x2, mean, invstd, w, training, gx, sum_gy, sum_gy_xhat);
     return TensorList{gx.defined() ? gx.view(xshape) : Tensor(),

@@ -28,14 +28,16 @@ extern DispatchStub<void(const Tensor& gy, const Tensor& x, const Tensor& mean, 
 
 // batch_norm_relu: the forward with relu applied before the one rounding (relu's bits: v where
 // v > 0, NaN stays NaN, else +0); the backward with gy passed where relu's output y > 0 and
-// +0 elsewhere (relu's backward) before everything batch_norm_backward does. A backend
+// +0 elsewhere (relu's backward) before everything batch_norm_backward does. The backward
+// recomputes y from x, mean, invstd, weight and bias with the forward's operations (the same
+// bits, so the same mask): it reads x, which it needs anyway, instead of y as well. A backend
 // without them gets relu(batch_norm(x)) composed.
 extern DispatchStub<void(const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                          const Tensor& bias, const Tensor& y)>
     batch_norm_relu_forward_stub;
-extern DispatchStub<void(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                         const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy,
-                         const Tensor& sum_gy_xhat)>
+extern DispatchStub<void(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                         const Tensor& weight, const Tensor& bias, bool training, const Tensor& gx,
+                         const Tensor& sum_gy, const Tensor& sum_gy_xhat)>
     batch_norm_relu_backward_stub;
 
 }  // namespace hg

@@ -163,36 +163,51 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
   });
 }
 
-// y: relu's output when the op is batch_norm_relu (gy then passes where y > 0), else undefined.
+// relu: the op is batch_norm_relu (gy then passes where relu's output, recomputed from x with
+// the forward's operations and `bias`, is > 0).
 template <class T>
-void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t,
-                    const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy_t,
-                    const Tensor& sum_gy_xhat_t) {
+void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t,
+                    const Tensor& weight, const Tensor& bias, bool relu, bool training, const Tensor& gx,
+                    const Tensor& sum_gy_t, const Tensor& sum_gy_xhat_t) {
   using S = compute_t<T>;
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
   const bn::VecRows<T>* vr = bn::vec_rows<T>(C);  // null: the scalar forms
   const T* px = x.data<T>();
   const T* pg = gy.data<T>();
-  const T* py = y.defined() ? y.data<T>() : nullptr;
-  // gy's rows [r, r + n) as S, masked by relu's output where there is one.
-  auto grad_rows = [&](RowReader<T>& rg, RowReader<T>& ry, int64_t r, int64_t n) -> const S* {
-    if (!py) return rg.read(pg + r * C, n * C);
-    S* g = rg.read_copy(pg + r * C, n * C);
-    bn::relu_mask(g, ry.read(py + r * C, n * C), n * C);
-    return g;
-  };
   const S* mean = mean_t.data<S>();
   const S* invstd = invstd_t.data<S>();
+  // The forward's factors (forward_typed's, the same operations): relu's output is
+  // relu((x - mean) * scale + shift) rounded to T. k1 below is the same product as scale.
+  std::vector<S> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C), S(0));
+  for (int64_t c = 0; c < C; ++c) {
+    scale[c] = invstd[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
+    if (bias.defined()) shift[c] = bias.data<S>()[c];
+  }
+  const bn::ReluOf<S> relu_of = relu ? bn::ReluOf<S>{scale.data(), shift.data()} : bn::ReluOf<S>{};
+  // gy's rows [r, r + n) as S, masked where relu's output is not > 0 when there is a relu: the
+  // scalar forms recompute that output as forward_typed's do (affine, then the one rounding).
+  auto grad_rows = [&](RowReader<T>& rg, RowReader<T>& rx, RowWriter<T>& wy, std::vector<T>& y, int64_t r,
+                       int64_t n) -> const S* {
+    if (!relu) return rg.read(pg + r * C, n * C);
+    if (static_cast<int64_t>(y.size()) < n * C) y.resize(static_cast<size_t>(n * C));
+    bn::affine<true>(rx.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wy.target(y.data()));
+    wy.flush(y.data(), n * C);
+    S* g = rg.read_copy(pg + r * C, n * C);
+    bn::relu_mask(g, rx.read(y.data(), n * C), n * C);
+    return g;
+  };
   std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
   chunked_sum<S>(M, C, 2 * C, sums.data(), [&](int64_t r0, int64_t r1, S* part) {
     if (vr)
-      return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-        vr->grad_sums(pg + r * C, px + r * C, n, C, mean, part, py ? py + r * C : nullptr);
-      });
+      return for_blocks(r0, r1, B,
+                        [&](int64_t r, int64_t n) { vr->grad_sums(pg + r * C, px + r * C, n, C, mean, part, relu_of); });
     RowReader<T> rx(B * C), rg(B * C), ry(B * C);
+    RowWriter<T> wy(B * C);
+    std::vector<T> y;
     std::vector<S> acc(static_cast<size_t>(2 * C));
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-      bn::grad_sums(grad_rows(rg, ry, r, n), rx.read(px + r * C, n * C), n, C, mean, acc.data(), part);
+      const S* g = grad_rows(rg, ry, wy, y, r, n);
+      bn::grad_sums(g, rx.read(px + r * C, n * C), n, C, mean, acc.data(), part);
     });
   });
   S* sum_gy = sum_gy_t.data<S>();
@@ -202,7 +217,6 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
     sum_gy_xhat[c] = sums[C + c] * invstd[c];
   }
   if (!gx.defined()) return;
-
   // gx = k1 * gy + k2 * (x - mean) + k3: the training formula with per-channel factors.
   std::vector<S> k1(static_cast<size_t>(C)), k2(static_cast<size_t>(C), S(0)), k3(static_cast<size_t>(C), S(0));
   const S inv_m = S(1) / static_cast<S>(M);
@@ -217,20 +231,20 @@ void backward_typed(const Tensor& gy, const Tensor& y, const Tensor& x, const Te
   parallel_for(M, 2 * C, [&](int64_t r0, int64_t r1) {
     if (vr)
       return for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
-        vr->input_grad(pg + r * C, training ? px + r * C : nullptr, n, C, mean, k1.data(), k2.data(), k3.data(),
-                       pgx + r * C, py ? py + r * C : nullptr);
+        vr->input_grad(pg + r * C, px + r * C, n, C, mean, k1.data(), training ? k2.data() : nullptr, k3.data(),
+                       pgx + r * C, relu_of);
       });
     RowReader<T> rx(B * C), rg(B * C), ry(B * C);
-    RowWriter<T> wr(B * C);
+    RowWriter<T> wr(B * C), wy(B * C);
+    std::vector<T> y;
     for_blocks(r0, r1, B, [&](int64_t r, int64_t n) {
+      const S* g = grad_rows(rg, ry, wy, y, r, n);
       const S* xs = training ? rx.read(px + r * C, n * C) : nullptr;
-      bn::input_grad(grad_rows(rg, ry, r, n), xs, n, C, mean, k1.data(), k2.data(), k3.data(),
-                     wr.target(pgx + r * C));
+      bn::input_grad(g, xs, n, C, mean, k1.data(), k2.data(), k3.data(), wr.target(pgx + r * C));
       wr.flush(pgx + r * C, n * C);
     });
   });
 }
-
 void stats_cpu(const Tensor& x, const Tensor& mean, const Tensor& var) {
   visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { stats_typed<T>(x, mean, var); });
 }
@@ -249,15 +263,15 @@ void relu_forward_cpu(const Tensor& x, const Tensor& mean, const Tensor& invstd,
 void backward_cpu(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd, const Tensor& weight,
                   bool training, const Tensor& gx, const Tensor& sum_gy, const Tensor& sum_gy_xhat) {
   visit_floating(x.dtype(), "batch_norm backward", [&]<typename T>() {
-    backward_typed<T>(gy, Tensor(), x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
+    backward_typed<T>(gy, x, mean, invstd, weight, Tensor(), false, training, gx, sum_gy, sum_gy_xhat);
   });
 }
 
-void relu_backward_cpu(const Tensor& gy, const Tensor& y, const Tensor& x, const Tensor& mean, const Tensor& invstd,
-                       const Tensor& weight, bool training, const Tensor& gx, const Tensor& sum_gy,
+void relu_backward_cpu(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& invstd,
+                       const Tensor& weight, const Tensor& bias, bool training, const Tensor& gx, const Tensor& sum_gy,
                        const Tensor& sum_gy_xhat) {
   visit_floating(x.dtype(), "batch_norm_relu backward", [&]<typename T>() {
-    backward_typed<T>(gy, y, x, mean, invstd, weight, training, gx, sum_gy, sum_gy_xhat);
+    backward_typed<T>(gy, x, mean, invstd, weight, bias, true, training, gx, sum_gy, sum_gy_xhat);
   });
 }
 

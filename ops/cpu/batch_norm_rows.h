@@ -11,19 +11,26 @@
 
 namespace hg::cpu::bn {
 
-// One width's vector forms for T rows (see batch_norm_vec.h for each one's contract; y,
-// relu's output, may be null).
+// The forward's per-channel factors, y = relu((x - mean) * scale + shift) rounded to T, from
+// which the backward of batch_norm_relu recomputes relu's output for its mask; null: no relu.
+template <class S>
+struct ReluOf {
+  const S* scale = nullptr;
+  const S* shift = nullptr;
+};
+
+// One width's vector forms for T rows (see batch_norm_vec.h for each one's contract).
 template <class T>
 struct VecRows {
   using S = compute_t<T>;  // f32 for the lane types; VecRows<double> exists only as a type
   int64_t lanes;           // C must be a multiple
   void (*sums)(const T* x, int64_t n, int64_t C, S* part);
   void (*deviation_sums)(const T* x, int64_t n, int64_t C, const S* mean, S* part);
-  void (*grad_sums)(const T* g, const T* x, int64_t n, int64_t C, const S* mean, S* part, const T* y);
+  void (*grad_sums)(const T* g, const T* x, int64_t n, int64_t C, const S* mean, S* part, ReluOf<S> relu);
   void (*affine)(const T* x, int64_t n, int64_t C, const S* mean, const S* scale, const S* shift, T* y);
   void (*affine_relu)(const T* x, int64_t n, int64_t C, const S* mean, const S* scale, const S* shift, T* y);
   void (*input_grad)(const T* g, const T* x, int64_t n, int64_t C, const S* mean, const S* k1, const S* k2,
-                     const S* k3, T* out, const T* y);
+                     const S* k3, T* out, ReluOf<S> relu);
 };
 
 template <class T>

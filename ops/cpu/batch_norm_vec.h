@@ -7,6 +7,7 @@
 // Everything here depends on V, so the two targets' instantiations never share a symbol.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/cpu/batch_norm_rows.h"
 
@@ -38,24 +39,43 @@ void deviation_sums(const T* x, int64_t n, int64_t C, const float* mean, float* 
   }
 }
 
-// g's lanes, or with y (relu's output; null: none) relu's backward of them: g where y > 0, else
-// +0 (the values relu_grad would have stored, widened).
+// The mask of relu's backward: where relu's output y = relu(v) as the forward stored it (v =
+// (x - mean) * scale + shift, rounded to T) is > 0. v > 0 for f32; f16/bf16 round v as the
+// forward's store did (a tiny v can round to +0) and compare the stored value.
 template <class V, class T>
-V grad_at(const T* g, const T* y, int64_t o) {
+auto stored_positive(V v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v > V(0.0f);
+  } else {
+    alignas(64) T r[V::kLanes];
+    V::store(r, v);
+    return V::operand(r) > V(0.0f);
+  }
+}
+
+// g's lanes at offset o, or with relu (its factors non-null) relu's backward of them: g where
+// relu's output, recomputed from d = x - mean, is > 0, else +0 (the values relu_grad would have
+// stored, widened). s, b: the lanes' scale and shift.
+template <class V, class T>
+V grad_at(const T* g, int64_t o, V d, bool relu, V s, V b) {
   const V gv = V::operand(g + o);
-  return y ? select(V::operand(y + o) > V(0.0f), gv, V(0.0f)) : gv;
+  return relu ? select(stored_positive<V, T>(d * s + b), gv, V(0.0f)) : gv;
 }
 
 template <class V, class T>
-void grad_sums(const T* g, const T* x, int64_t n, int64_t C, const float* mean, float* part, const T* y) {
+void grad_sums(const T* g, const T* x, int64_t n, int64_t C, const float* mean, float* part, ReluOf<float> relu) {
   constexpr int64_t L = V::kLanes;
+  const bool r = relu.scale != nullptr;
   for (int64_t k = 0; k < C / L; ++k) {
     const V m = V::load(mean + L * k);
+    const V s = r ? V::load(relu.scale + L * k) : V(0.0f), b = r ? V::load(relu.shift + L * k) : V(0.0f);
     V a(0.0f), q(0.0f);
     for (int64_t i = 0; i < n; ++i) {
-      const V gv = grad_at<V>(g, y, i * C + L * k);
+      const int64_t o = i * C + L * k;
+      const V d = V::operand(x + o) - m;
+      const V gv = grad_at<V>(g, o, d, r, s, b);
       a = a + gv;
-      q = q + gv * (V::operand(x + i * C + L * k) - m);
+      q = q + gv * d;
     }
     V::store(part + L * k, V::load(part + L * k) + a);
     V::store(part + C + L * k, V::load(part + C + L * k) + q);
@@ -75,20 +95,29 @@ void affine(const T* x, int64_t n, int64_t C, const float* mean, const float* sc
   }
 }
 
+// out = k1 * g + k2 * (x - mean) + k3 (training), or k1 * g (k2 null: evaluation); g masked
+// by relu's output where relu's factors are given (x is read for the mask in both modes).
 template <class V, class T>
 void input_grad(const T* g, const T* x, int64_t n, int64_t C, const float* mean, const float* k1, const float* k2,
-                const float* k3, T* out, const T* y) {
+                const float* k3, T* out, ReluOf<float> relu) {
   constexpr int64_t L = V::kLanes;
+  const bool r = relu.scale != nullptr;
   for (int64_t k = 0; k < C / L; ++k) {
-    const V a = V::load(k1 + L * k);
-    if (x) {
-      const V m = V::load(mean + L * k), b = V::load(k2 + L * k), c = V::load(k3 + L * k);
+    const V a = V::load(k1 + L * k), m = V::load(mean + L * k);
+    const V s = r ? V::load(relu.scale + L * k) : V(0.0f), sh = r ? V::load(relu.shift + L * k) : V(0.0f);
+    if (k2) {
+      const V b = V::load(k2 + L * k), c = V::load(k3 + L * k);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t o = i * C + L * k;
-        V::store(out + o, a * grad_at<V>(g, y, o) + b * (V::operand(x + o) - m) + c);
+        const V d = V::operand(x + o) - m;
+        V::store(out + o, a * grad_at<V>(g, o, d, r, s, sh) + b * d + c);
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) V::store(out + i * C + L * k, a * grad_at<V>(g, y, i * C + L * k));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t o = i * C + L * k;
+        const V d = r ? V::operand(x + o) - m : V(0.0f);
+        V::store(out + o, a * grad_at<V>(g, o, d, r, s, sh));
+      }
     }
   }
 }

@@ -2,7 +2,7 @@
 // against its scalar row forms (batch_norm_rows.h) fed the same rows widened one element at
 // a time, bit for bit: f32/f16/bf16, channel counts 8..64, row counts with and without a full
 // block, inf/NaN/subnormal/tie inputs, outputs rounded once into f16/bf16 (overflow to inf,
-// subnormal results).
+// subnormal results); batch_norm_relu's backward, whose mask recomputes relu's output.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -114,7 +114,7 @@ void check_dtype(const bn::VecRows<T>& v, bool specials) {
 
       part_s = start, part_v = start;
       bn::grad_sums(gw.data(), xw.data(), n, C, mean.data(), acc.data(), part_s.data());
-      v.grad_sums(g.data(), x.data(), n, C, mean.data(), part_v.data(), nullptr);
+      v.grad_sums(g.data(), x.data(), n, C, mean.data(), part_v.data(), {});
       CHECK(mismatches(part_v, part_s) == 0);
 
       std::vector<float> ys(x.size());
@@ -127,8 +127,37 @@ void check_dtype(const bn::VecRows<T>& v, bool specials) {
         INFO((training ? "training" : "evaluation") << " input gradient");
         bn::input_grad(gw.data(), training ? xw.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
                        k3.data(), ys.data());
-        v.input_grad(g.data(), training ? x.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(), k3.data(),
-                     yv.data(), nullptr);
+        v.input_grad(g.data(), x.data(), n, C, mean.data(), scale.data(), training ? k2.data() : nullptr, k3.data(),
+                     yv.data(), {});
+        CHECK(mismatches(yv, rounded<T>(ys)) == 0);
+      }
+
+      // batch_norm_relu's backward: gy masked where relu's output, recomputed from x, is > 0.
+      // Reference: the scalar forms on gy masked by y = relu(affine(x)) rounded to T, as the
+      // forward stores it. Channels 0 and 1 (scale 0) output their shift: one so small that
+      // f16/bf16 round it to +0 (masked there, not in f32), one that rounds to T's smallest
+      // subnormal (kept).
+      auto shift_r = shift, scale_r = scale;
+      const bool f16 = std::is_same_v<T, half>;
+      scale_r[0] = scale_r[1] = 0.0f;
+      shift_r[0] = f16 ? 0x1p-26f : 0x1p-135f;
+      shift_r[1] = f16 ? 0x1p-24f * 0.75f : 0x1p-133f * 0.75f;
+      std::vector<float> yr(x.size());
+      bn::affine<true>(xw.data(), n, C, mean.data(), scale_r.data(), shift_r.data(), yr.data());
+      const std::vector<float> y_stored = widened(rounded<T>(yr));
+      auto gm = gw;
+      bn::relu_mask(gm.data(), y_stored.data(), static_cast<int64_t>(gm.size()));
+      const bn::ReluOf<float> relu{scale_r.data(), shift_r.data()};
+      part_s = start, part_v = start;
+      bn::grad_sums(gm.data(), xw.data(), n, C, mean.data(), acc.data(), part_s.data());
+      v.grad_sums(g.data(), x.data(), n, C, mean.data(), part_v.data(), relu);
+      CHECK(mismatches(part_v, part_s) == 0);
+      for (bool training : {true, false}) {
+        INFO((training ? "training" : "evaluation") << " input gradient through relu");
+        bn::input_grad(gm.data(), training ? xw.data() : nullptr, n, C, mean.data(), scale.data(), k2.data(),
+                       k3.data(), ys.data());
+        v.input_grad(g.data(), x.data(), n, C, mean.data(), scale.data(), training ? k2.data() : nullptr, k3.data(),
+                     yv.data(), relu);
         CHECK(mismatches(yv, rounded<T>(ys)) == 0);
       }
     }
