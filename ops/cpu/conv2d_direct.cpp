@@ -22,11 +22,11 @@
 namespace hg::cpu::direct {
 namespace {
 
-// c[NP x F] (F = 8 NV) = sum over taps t (in order) of px[i * stride + off[t]] * w[t * F + j]:
-// output pixel i < NP, filter j < F. CS is the pixel stride when known at compile time (0:
-// `stride`).
+// c[NP x F] (F = 8 NV) = (first ? 0 : c) + sum over taps t (in order) of px[i * stride + off[t]]
+// * w[t * F + j]: output pixel i < NP, filter j < F. CS is the pixel stride when known at
+// compile time (0: `stride`).
 template <int NP, int NV, int CS>
-void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c) {
+void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c, bool first) {
   constexpr int F = 8 * NV;
   const int64_t cs = CS ? CS : stride;
 #ifdef HG_DIRECT_AVX2
@@ -34,7 +34,7 @@ void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const 
 #pragma GCC unroll 12
   for (int i = 0; i < NP; ++i)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[i][v] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + i * F + 8 * v);
   for (int64_t t = 0; t < T; ++t) {
     __m256 wv[NV];
 #pragma GCC unroll 2
@@ -53,6 +53,9 @@ void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const 
     for (int v = 0; v < NV; ++v) _mm256_storeu_ps(c + i * F + 8 * v, acc[i][v]);
 #else
   float acc[NP][F] = {};
+  if (!first)
+    for (int64_t i = 0; i < NP; ++i)
+      for (int64_t j = 0; j < F; ++j) acc[i][j] = c[i * F + j];
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < NP; ++i)
       for (int64_t j = 0; j < F; ++j) acc[i][j] = std::fma(px[i * cs + off[t]], w[t * F + j], acc[i][j]);
@@ -61,7 +64,7 @@ void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const 
 #endif
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const int64_t*, const float*, float*);
+using TileFn = void (*)(int64_t, const float*, int64_t, const int64_t*, const float*, float*, bool);
 
 // The tile of NP pixels by 8 NV filters for a pixel stride.
 template <int NP, int NV>
@@ -421,20 +424,44 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
              : i == 1 ? (wide ? tile_for<4, 2>(img.C) : tile_for<8, 1>(img.C))
                       : (wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C));
   const int threads = rows * plan.Q * plan.F * T < (int64_t{1} << 18) ? 1 : op_threads();
+  // Taps in runs whose weights (one filter block's) stay in L1 across a row's tiles: a row
+  // of tiles runs the first run of taps, then the next, each tile carrying on its sums in
+  // `c` (the same chain), and stores after the last. One run where all taps fit.
+  constexpr int64_t kRunBytes = int64_t{24} << 10;
+  const int64_t run_taps = std::max<int64_t>(1, kRunBytes / (W * static_cast<int64_t>(sizeof(float))));
+  const int64_t runs = (T + run_taps - 1) / run_taps;
+  // No tile is longer than the row (Q >= 4 >= step): a tile reads only its row's pixels.
+  const int64_t longest = std::min(sizes, plan.Q / step) * step, tiles = (plan.Q + longest - 1) / longest;
+  const int64_t tile_floats = avx512::kMaxPixels * 16;
   // Output row `row` (image n = row / P, row p), its padded input rows from p * sh at base.
   auto output_row = [&](int64_t row, const float* base) {
-    alignas(64) float c[avx512::kMaxPixels * 16];
-    // No tile is longer than the row (Q >= 4 >= step): a tile reads only its row's pixels.
-    const int64_t longest = std::min(sizes, plan.Q / step) * step;
-    for (int64_t q0 = 0; q0 < plan.Q; q0 += longest) {
-      // A row's last few pixels take the smallest tile that holds them, ending at the row's
-      // end (overlapping the tile before: those pixels' sums are computed again, the same
-      // chain, and stored again unchanged).
-      const int64_t left = plan.Q - q0, size = std::min(longest, (left + step - 1) / step * step);
-      const int64_t q = std::min(q0, plan.Q - size);
-      const TileFn fn = fns[size / step - 1];
-      for (int64_t b = 0; b < blocks; ++b) {
-        fn(T, base + q * img.C, img.C, plan.offsets.data(), plan.weights.data() + b * T * W, c);
+    thread_local std::vector<float> sums;
+    if (static_cast<int64_t>(sums.size()) < (runs > 1 ? tiles : 1) * tile_floats)
+      sums.resize(static_cast<size_t>((runs > 1 ? tiles : 1) * tile_floats));
+    // The row's tiles: a row's last few pixels take the smallest tile that holds them, ending
+    // at the row's end (overlapping the tile before: those pixels' sums are computed again,
+    // the same chain, and stored again unchanged).
+    auto tile_at = [&](int64_t i, int64_t& q, int64_t& size) {
+      const int64_t q0 = i * longest, left = plan.Q - q0;
+      size = std::min(longest, (left + step - 1) / step * step);
+      q = std::min(q0, plan.Q - size);
+    };
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* wb = plan.weights.data() + b * T * W;
+      for (int64_t u = 0; u + 1 < runs; ++u)  // every run but the last: sums kept per tile
+        for (int64_t i = 0; i < tiles; ++i) {
+          int64_t q, size;
+          tile_at(i, q, size);
+          const int64_t t0 = u * run_taps;
+          fns[size / step - 1](run_taps, base + q * img.C, img.C, plan.offsets.data() + t0, wb + t0 * W,
+                               sums.data() + i * tile_floats, u == 0);
+        }
+      const int64_t t0 = (runs - 1) * run_taps;
+      for (int64_t i = 0; i < tiles; ++i) {
+        int64_t q, size;
+        tile_at(i, q, size);
+        float* c = sums.data() + (runs > 1 ? i * tile_floats : 0);
+        fns[size / step - 1](T - t0, base + q * img.C, img.C, plan.offsets.data() + t0, wb + t0 * W, c, runs == 1);
         const int64_t np = std::min(size, plan.Q - q), nf = std::min(W, plan.F - b * W);
         if (!inline_store(out)) {
           gemm::store_tile<float>(c, W, row * plan.Q + q, np, b * W, nf, out, ep);

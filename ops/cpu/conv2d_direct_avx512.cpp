@@ -21,14 +21,14 @@ namespace {
 
 // NP pixels by NV vectors of 16 filters: c[i * 16 NV + j] (see TileFn).
 template <int NP, int NV, int CS>
-void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c) {
+void tile(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c, bool first) {
   constexpr int F = 16 * NV;
   const int64_t cs = CS ? CS : stride;
   __m512 acc[NP][NV];
 #pragma GCC unroll 24
   for (int i = 0; i < NP; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[i][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + i * F + 16 * v);
   for (int64_t t = 0; t < T; ++t) {
     __m512 wv[NV];
 #pragma GCC unroll 4

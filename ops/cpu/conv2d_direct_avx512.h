@@ -9,9 +9,11 @@
 
 namespace hg::cpu::direct::avx512 {
 
-// c[i * F + j] (F = 16 * vectors) = sum over taps t (in order) of px[i * stride + off[t]] *
-// w[t * F + j].
-using TileFn = void (*)(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c);
+// c[i * F + j] (F = 16 * vectors) = (first ? 0 : c[i * F + j]) + sum over taps t (in order) of
+// px[i * stride + off[t]] * w[t * F + j]: the taps may come in consecutive runs, each call
+// carrying on the chain of fused multiply-adds where the one before stopped.
+using TileFn = void (*)(int64_t T, const float* px, int64_t stride, const int64_t* off, const float* w, float* c,
+                        bool first);
 // acc[i * F + f] (i < taps, f < F = 16 * vectors) = (first ? 0 : acc) + sum over rows x n
 // pixels (in order) of x[i] * g[f]: x advancing by xs per pixel and by row_step from one
 // row's first pixel to the next's, g by gs per pixel (gy's pixels are consecutive across

@@ -4,7 +4,8 @@
 // the engine; its first channels, with the same filters, must equal the direct pass exactly,
 // for every row length (tiles overlapping at a row's end), padding, dilation, row stride,
 // bias, dtype and thread count; and non-finite inputs propagate as the engine's do.
-// One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors).
+// One or two output channels take the planar tiles (8 pixels per vector, 1-12 vectors). Many
+// taps (48 channels, 3x3) run in several runs of taps per row, each carrying on the sums.
 // A 1x1 kernel with up to 4 (f16/bf16 forward) or 8 filters (weight gradient) takes the
 // pointwise kernels (conv2d_pointwise.h), the same chains.
 // The direct weight gradient (up to 8, 16, and on AVX-512 32-64 filters) likewise equals the
@@ -45,6 +46,7 @@ const Case kCases[] = {
     {2, 4, 9, 5, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},    // one vector + an overlapping one
     {2, 5, 19, 40, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},  // 1x1, 5 channel vectors (pointwise: blocks + a tail block)
     {1, 3, 11, 7, 1, {{1, 1}, {0, 0}, {1, 1}, 1}},   // 1x1, odd channels (not the pointwise kernels)
+    {1, 4, 30, 48, 3, {{1, 1}, {1, 1}, {1, 1}, 1}},  // 432 taps: runs of taps whose weights fit L1
 };
 
 Tensor run_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& p) {
