@@ -432,12 +432,16 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
   const int64_t runs = (T + run_taps - 1) / run_taps;
   // No tile is longer than the row (Q >= 4 >= step): a tile reads only its row's pixels.
   const int64_t longest = std::min(sizes, plan.Q / step) * step, tiles = (plan.Q + longest - 1) / longest;
-  const int64_t tile_floats = avx512::kMaxPixels * 16;
+  constexpr int64_t tile_floats = avx512::kMaxPixels * 16;
   // Output row `row` (image n = row / P, row p), its padded input rows from p * sh at base.
   auto output_row = [&](int64_t row, const float* base) {
-    thread_local std::vector<float> sums;
-    if (static_cast<int64_t>(sums.size()) < (runs > 1 ? tiles : 1) * tile_floats)
-      sums.resize(static_cast<size_t>((runs > 1 ? tiles : 1) * tile_floats));
+    alignas(64) float one[tile_floats];  // one run: each tile's sums, stored at once
+    float* kept = one;                   // several runs: every tile's sums across the row
+    if (runs > 1) {
+      thread_local std::vector<float> sums;
+      if (static_cast<int64_t>(sums.size()) < tiles * tile_floats) sums.resize(static_cast<size_t>(tiles * tile_floats));
+      kept = sums.data();
+    }
     // The row's tiles: a row's last few pixels take the smallest tile that holds them, ending
     // at the row's end (overlapping the tile before: those pixels' sums are computed again,
     // the same chain, and stored again unchanged).
@@ -454,13 +458,13 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
           tile_at(i, q, size);
           const int64_t t0 = u * run_taps;
           fns[size / step - 1](run_taps, base + q * img.C, img.C, plan.offsets.data() + t0, wb + t0 * W,
-                               sums.data() + i * tile_floats, u == 0);
+                               kept + i * tile_floats, u == 0);
         }
       const int64_t t0 = (runs - 1) * run_taps;
       for (int64_t i = 0; i < tiles; ++i) {
         int64_t q, size;
         tile_at(i, q, size);
-        float* c = sums.data() + (runs > 1 ? i * tile_floats : 0);
+        float* c = kept + (runs > 1 ? i * tile_floats : 0);
         fns[size / step - 1](T - t0, base + q * img.C, img.C, plan.offsets.data() + t0, wb + t0 * W, c, runs == 1);
         const int64_t np = std::min(size, plan.Q - q), nf = std::min(W, plan.F - b * W);
         if (!inline_store(out)) {
