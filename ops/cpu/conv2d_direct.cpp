@@ -425,8 +425,8 @@ void run(const Plan& plan, const gemm::Output& out, const gemm::Epilogue<float>&
                       : (wide ? tile_for<6, 2>(img.C) : tile_for<12, 1>(img.C));
   const int threads = rows * plan.Q * plan.F * T < (int64_t{1} << 18) ? 1 : op_threads();
   // Taps in runs whose weights (one filter block's) stay in L1 across a row's tiles: a row
-  // of tiles runs the first run of taps, then the next, each tile carrying on its sums in
-  // `c` (the same chain), and stores after the last. One run where all taps fit.
+  // of tiles runs the first run of taps, then the next, each tile carrying on its sums in its
+  // slot of `kept` (the same chain), and stores after the last. One run where all taps fit.
   constexpr int64_t kRunBytes = int64_t{24} << 10;
   const int64_t run_taps = std::max<int64_t>(1, kRunBytes / (W * static_cast<int64_t>(sizeof(float))));
   const int64_t runs = (T + run_taps - 1) / run_taps;
