@@ -40,17 +40,15 @@ void deviation_sums(const T* x, int64_t n, int64_t C, const float* mean, float* 
 }
 
 // The mask of relu's backward: where relu's output y = relu(v) as the forward stored it (v =
-// (x - mean) * scale + shift, rounded to T) is > 0. v > 0 for f32; f16/bf16 round v as the
-// forward's store did (a tiny v can round to +0) and compare the stored value.
+// (x - mean) * scale + shift, rounded to T) is > 0. A positive v stores as +0 where it is at
+// most half T's smallest subnormal (round to nearest, ties to even): f16 2^-25, bf16 2^-134;
+// f32 stores v itself. NaN compares false, as the stored NaN would.
+template <class T>
+constexpr float kStoredZeroBelow = std::is_same_v<T, half> ? 0x1p-25f : std::is_same_v<T, bfloat16> ? 0x1p-134f : 0.0f;
+
 template <class V, class T>
 auto stored_positive(V v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v > V(0.0f);
-  } else {
-    alignas(64) T r[V::kLanes];
-    V::store(r, v);
-    return V::operand(r) > V(0.0f);
-  }
+  return v > V(kStoredZeroBelow<T>);
 }
 
 // g's lanes at offset o, or with relu (its factors non-null) relu's backward of them: g where

@@ -134,14 +134,15 @@ void check_dtype(const bn::VecRows<T>& v, bool specials) {
 
       // batch_norm_relu's backward: gy masked where relu's output, recomputed from x, is > 0.
       // Reference: the scalar forms on gy masked by y = relu(affine(x)) rounded to T, as the
-      // forward stores it. Channels 0 and 1 (scale 0) output their shift: one so small that
+      // forward stores it. Channels 0-2 (scale 0) output their shift: one so small that
       // f16/bf16 round it to +0 (masked there, not in f32), one that rounds to T's smallest
-      // subnormal (kept).
+      // subnormal (kept), and the tie between them (rounds to +0, even).
       auto shift_r = shift, scale_r = scale;
       const bool f16 = std::is_same_v<T, half>;
-      scale_r[0] = scale_r[1] = 0.0f;
+      scale_r[0] = scale_r[1] = scale_r[2] = 0.0f;
       shift_r[0] = f16 ? 0x1p-26f : 0x1p-135f;
       shift_r[1] = f16 ? 0x1p-24f * 0.75f : 0x1p-133f * 0.75f;
+      shift_r[2] = f16 ? 0x1p-25f : 0x1p-134f;
       std::vector<float> yr(x.size());
       bn::affine<true>(xw.data(), n, C, mean.data(), scale_r.data(), shift_r.data(), yr.data());
       const std::vector<float> y_stored = widened(rounded<T>(yr));
