@@ -135,6 +135,22 @@ void stats_typed(const Tensor& x, const Tensor& mean_t, const Tensor& var_t) {
   }
 }
 
+// The forward's per-channel factors: y = (x - mean) * scale + shift, scale = invstd * weight
+// (1 without one), shift = bias (0 without one). The backward's relu mask and its gx factor k1
+// use the same products.
+template <class S>
+struct Affine {
+  std::vector<S> scale, shift;
+};
+template <class S>
+Affine<S> affine_of(const Tensor& invstd, const Tensor& weight, const Tensor& bias, int64_t C) {
+  Affine<S> f{std::vector<S>(static_cast<size_t>(C)), std::vector<S>(static_cast<size_t>(C), S(0))};
+  for (int64_t c = 0; c < C; ++c) {
+    f.scale[c] = invstd.data<S>()[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
+    if (bias.defined()) f.shift[c] = bias.data<S>()[c];
+  }
+  return f;
+}
 template <class T, bool Relu>
 void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight,
                    const Tensor& bias, const Tensor& y) {
@@ -142,11 +158,8 @@ void forward_typed(const Tensor& x, const Tensor& mean_t, const Tensor& invstd_t
   const int64_t M = x.size(0), C = x.size(1), B = block_rows(C);
   const bn::VecRows<T>* vr = bn::vec_rows<T>(C);  // null: the scalar forms
   const S* mean = mean_t.data<S>();
-  std::vector<S> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C), S(0));
-  for (int64_t c = 0; c < C; ++c) {
-    scale[c] = invstd_t.data<S>()[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
-    if (bias.defined()) shift[c] = bias.data<S>()[c];
-  }
+  const Affine<S> f = affine_of<S>(invstd_t, weight, bias, C);
+  const std::vector<S>&scale = f.scale, &shift = f.shift;
   const T* px = x.data<T>();
   T* py = y.data<T>();
   parallel_for(M, C, [&](int64_t r0, int64_t r1) {
@@ -176,24 +189,21 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
   const T* pg = gy.data<T>();
   const S* mean = mean_t.data<S>();
   const S* invstd = invstd_t.data<S>();
-  // The forward's factors (forward_typed's, the same operations): relu's output is
-  // relu((x - mean) * scale + shift) rounded to T. k1 below is the same product as scale.
-  std::vector<S> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C), S(0));
-  for (int64_t c = 0; c < C; ++c) {
-    scale[c] = invstd[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
-    if (bias.defined()) shift[c] = bias.data<S>()[c];
-  }
+  // The forward's factors: relu's output is relu((x - mean) * scale + shift) rounded to T.
+  const Affine<S> f = affine_of<S>(invstd_t, weight, bias, C);
+  const std::vector<S>&scale = f.scale, &shift = f.shift;
   const bn::ReluOf<S> relu_of = relu ? bn::ReluOf<S>{scale.data(), shift.data()} : bn::ReluOf<S>{};
   // gy's rows [r, r + n) as S, masked where relu's output is not > 0 when there is a relu: the
   // scalar forms recompute that output as forward_typed's do (affine, then the one rounding).
-  auto grad_rows = [&](RowReader<T>& rg, RowReader<T>& rx, RowWriter<T>& wy, std::vector<T>& y, int64_t r,
+  // rt: a scratch reader (x's rows, then y's), wy and y: y's rounding and its rows.
+  auto grad_rows = [&](RowReader<T>& rg, RowReader<T>& rt, RowWriter<T>& wy, std::vector<T>& y, int64_t r,
                        int64_t n) -> const S* {
     if (!relu) return rg.read(pg + r * C, n * C);
     if (static_cast<int64_t>(y.size()) < n * C) y.resize(static_cast<size_t>(n * C));
-    bn::affine<true>(rx.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wy.target(y.data()));
+    bn::affine<true>(rt.read(px + r * C, n * C), n, C, mean, scale.data(), shift.data(), wy.target(y.data()));
     wy.flush(y.data(), n * C);
     S* g = rg.read_copy(pg + r * C, n * C);
-    bn::relu_mask(g, rx.read(y.data(), n * C), n * C);
+    bn::relu_mask(g, rt.read(y.data(), n * C), n * C);
     return g;
   };
   std::vector<S> sums(static_cast<size_t>(2 * C));  // sum(gy), then sum(gy * (x - mean))
@@ -217,11 +227,13 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
     sum_gy_xhat[c] = sums[C + c] * invstd[c];
   }
   if (!gx.defined()) return;
-  // gx = k1 * gy + k2 * (x - mean) + k3: the training formula with per-channel factors.
-  std::vector<S> k1(static_cast<size_t>(C)), k2(static_cast<size_t>(C), S(0)), k3(static_cast<size_t>(C), S(0));
+
+  // gx = k1 * gy + k2 * (x - mean) + k3: the training formula with per-channel factors; k1 is
+  // the forward's scale, invstd * weight.
+  const std::vector<S>& k1 = scale;
+  std::vector<S> k2(static_cast<size_t>(C), S(0)), k3(static_cast<size_t>(C), S(0));
   const S inv_m = S(1) / static_cast<S>(M);
   for (int64_t c = 0; c < C; ++c) {
-    k1[c] = invstd[c] * (weight.defined() ? weight.data<S>()[c] : S(1));
     if (training) {
       k2[c] = -k1[c] * invstd[c] * sum_gy_xhat[c] * inv_m;
       k3[c] = -k1[c] * sum_gy[c] * inv_m;
@@ -245,6 +257,7 @@ void backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean_t, con
     });
   });
 }
+
 void stats_cpu(const Tensor& x, const Tensor& mean, const Tensor& var) {
   visit_floating(x.dtype(), "batch_norm", [&]<typename T>() { stats_typed<T>(x, mean, var); });
 }
